@@ -1,0 +1,52 @@
+# guimem — two commands on a fresh machine: `make demo` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+EXTRAS := dev,miniwob,hnsw,android
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_PACKAGES := chromium chromium-driver
+DEMO_OUT ?= runs/demo
+
+.PHONY: setup system-packages test lint types imports unit demo bench clean
+
+setup: system-packages $(VENV)/.installed
+
+# Debian packages the tests and the demo use (real headless Chromium + chromedriver).
+system-packages:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+$(VENV)/.installed: pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[$(EXTRAS)]'
+	@touch $@
+
+lint: setup
+	$(BIN)/ruff check src tests benchmarks
+
+types: setup
+	$(BIN)/mypy
+
+imports: setup
+	$(BIN)/lint-imports
+
+unit: setup
+	$(BIN)/pytest -q
+
+test: lint types imports unit
+
+demo: setup
+	$(BIN)/guimem doctor
+	$(BIN)/guimem run --env miniwob --task click-test-2 --seed 0 --policy explorer --out $(DEMO_OUT)
+
+bench: setup
+	@for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache runs test-artifacts

@@ -1,0 +1,1 @@
+"""The ``guimem`` command line: a thin layer that parses arguments, calls the library, and prints."""

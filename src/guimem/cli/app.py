@@ -1,0 +1,69 @@
+"""The ``guimem`` command: global options, and the sub-commands registered from sibling modules."""
+
+from __future__ import annotations
+
+import logging
+
+import typer
+
+from guimem import __version__
+from guimem.cli.output import CliState, emit_json, state
+from guimem.harness.doctor import run_doctor
+
+app = typer.Typer(
+    name="guimem",
+    help="Long-term memory for frozen GUI agents, and a lifelong evaluation that proves it helps.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"guimem {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    ctx: typer.Context,
+    json_output: bool = typer.Option(False, "--json", help="Print one JSON document instead of tables."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progress details to stderr."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    """Global options (put them before the sub-command: ``guimem --json doctor``)."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    ctx.obj = CliState(json=json_output)
+
+
+@app.command()
+def doctor(
+    ctx: typer.Context,
+    json_output: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    no_browser: bool = typer.Option(False, "--no-browser", help="Skip starting a real headless Chromium."),
+) -> None:
+    """Check Chromium, chromedriver, the e5 embedder, the store and optional extras; exit 1 if a required part fails."""
+    st = state(ctx)
+    report = run_doctor(st.settings, browser=not no_browser)
+    if st.json or json_output:
+        emit_json(report)
+    else:
+        from rich.markup import escape
+        from rich.table import Table
+
+        table = Table(title="guimem doctor")
+        for col in ("part", "status", "detail"):
+            table.add_column(col)
+        for c in report.checks:
+            status = "[green]ok[/]" if c.ok else ("[red]MISSING[/]" if c.required else "[yellow]optional[/]")
+            detail = escape(c.detail) if c.ok or not c.fix else f"{escape(c.detail)}\n[dim]fix: {escape(c.fix)}[/]"
+            table.add_row(c.name, status, detail)
+        st.console.print(table)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    """Entry point of the ``guimem`` script."""
+    app()

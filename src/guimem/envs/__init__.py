@@ -1,0 +1,1 @@
+"""Environments: MiniWoB++ in headless Chromium, Android over ADB, and the `Env` protocol they share."""

@@ -1,0 +1,184 @@
+"""The one exception tree of guimem.
+
+Every exception guimem raises derives from `GuimemError`::
+
+    GuimemError
+    ├── ConfigError                  bad settings or arguments
+    │   └── UnknownBackendError      a backend name that is not registered ("did you mean ...")
+    ├── MissingDependencyError       an optional extra is not installed (names the pip extra)
+    ├── DataError                    bad input data (carries file, line and field when known)
+    │   ├── TrajectoryFormatError    a malformed trajectory file
+    │   └── SuiteError               a malformed suite file or an unknown task
+    ├── StoreError                   the memory store failed
+    │   ├── MigrationError           the store schema cannot be brought up to date
+    │   ├── NotFoundError            an item, event or node that does not exist
+    │   └── ConflictError            a concurrent writer won; retry
+    ├── LifecycleError               an invalid lifecycle transition (STEER)
+    ├── EnvError                     the environment (browser, device) failed — infrastructure, not a bad action
+    │   └── EnvNotReadyError         a required binary or device is missing
+    ├── SkillError                   a skill program is invalid or failed to run
+    └── LLMError                     the model endpoint failed
+        └── LLMResponseError         the model replied, but not in the required form
+
+A failed GUI action is *not* an exception: it is an `ActionError` value the agent sees next step.
+"""
+
+from __future__ import annotations
+
+
+class GuimemError(Exception):
+    """Base of every guimem exception.
+
+    Args:
+        message: What went wrong.
+        suggestion: What the user can do about it, when known.
+    """
+
+    def __init__(self, message: str, *, suggestion: str | None = None) -> None:
+        self.message = message
+        self.suggestion = suggestion
+        super().__init__(message if suggestion is None else f"{message} ({suggestion})")
+
+
+class ConfigError(GuimemError):
+    """Settings or arguments that cannot work."""
+
+
+class UnknownBackendError(ConfigError):
+    """A backend name that is not in the registry.
+
+    Args:
+        kind: The registry kind (e.g. ``embedder``).
+        name: The unknown name.
+        known: The registered names.
+        close: The closest registered names.
+    """
+
+    def __init__(self, kind: str, name: str, known: list[str], close: list[str]) -> None:
+        self.kind = kind
+        self.name = name
+        self.known = known
+        hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else f"known: {', '.join(known)}"
+        super().__init__(f"unknown {kind} {name!r}", suggestion=hint)
+
+
+class MissingDependencyError(GuimemError):
+    """An optional dependency is not installed.
+
+    Args:
+        package: The missing import.
+        extra: The pip extra that installs it.
+    """
+
+    def __init__(self, package: str, extra: str | None) -> None:
+        self.package = package
+        self.extra = extra
+        fix = f"pip install 'guimem[{extra}]'" if extra else f"pip install {package}"
+        super().__init__(f"optional dependency {package!r} is not installed", suggestion=fix)
+
+
+class DataError(GuimemError):
+    """Input data that cannot be used.
+
+    Args:
+        message: What is wrong.
+        path: The file, when the data came from one.
+        line: The 1-based line number, when known.
+        field: The dotted field path, when known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        suggestion: str | None = None,
+    ) -> None:
+        self.path = path
+        self.line = line
+        self.field = field
+        where = ":".join(str(p) for p in (path, line) if p is not None)
+        prefix = f"{where}: " if where else ""
+        at = f"field {field!r}: " if field else ""
+        super().__init__(f"{prefix}{at}{message}", suggestion=suggestion)
+
+
+class TrajectoryFormatError(DataError):
+    """A trajectory file that does not follow the documented format."""
+
+
+class SuiteError(DataError):
+    """A suite file that cannot be used, or a task that does not exist."""
+
+
+class StoreError(GuimemError):
+    """The memory store failed."""
+
+
+class MigrationError(StoreError):
+    """The store's schema cannot be brought to the version this code needs."""
+
+
+class NotFoundError(StoreError):
+    """Something that was asked for by id does not exist.
+
+    Args:
+        what: The kind of thing (``item``, ``node``, ...).
+        ident: Its id.
+    """
+
+    def __init__(self, what: str, ident: str) -> None:
+        self.what = what
+        self.ident = ident
+        super().__init__(f"no {what} with id {ident!r}")
+
+
+class ConflictError(StoreError):
+    """A concurrent writer changed the same item first."""
+
+
+class LifecycleError(GuimemError):
+    """A lifecycle transition that the allowed-transition table forbids.
+
+    Args:
+        item_id: The item.
+        current: Its status now.
+        target: The status asked for.
+    """
+
+    def __init__(self, item_id: str, current: str, target: str) -> None:
+        self.item_id = item_id
+        self.current = current
+        self.target = target
+        super().__init__(f"item {item_id!r}: transition {current} -> {target} is not allowed")
+
+
+class EnvError(GuimemError):
+    """The environment's infrastructure failed (browser crashed, device gone)."""
+
+
+class EnvNotReadyError(EnvError):
+    """A binary, driver or device the environment needs is missing."""
+
+
+class SkillError(GuimemError):
+    """A skill program is invalid, or failed while running."""
+
+
+class LLMError(GuimemError):
+    """The model endpoint failed (network, HTTP status, timeout)."""
+
+
+class LLMResponseError(LLMError):
+    """The model answered, but its reply does not have the required form.
+
+    Args:
+        message: What is wrong with the reply.
+        reply: The raw reply text.
+    """
+
+    def __init__(self, message: str, *, reply: str) -> None:
+        self.reply = reply
+        super().__init__(message)

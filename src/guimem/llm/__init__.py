@@ -1,0 +1,16 @@
+"""Chat models behind one protocol: any OpenAI-compatible endpoint, plus structured (JSON) replies."""
+
+from guimem.llm.base import ChatMessage, ChatResult, ContentPart, LLMClient, Usage, image_part, text_message
+from guimem.llm.structured import complete_json, extract_json
+
+__all__ = [
+    "ChatMessage",
+    "ChatResult",
+    "ContentPart",
+    "LLMClient",
+    "Usage",
+    "complete_json",
+    "extract_json",
+    "image_part",
+    "text_message",
+]

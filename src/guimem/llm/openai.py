@@ -1,0 +1,84 @@
+"""Any OpenAI-compatible chat endpoint (vLLM, Ollama, llama.cpp server, hosted APIs)."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import httpx
+
+from guimem.errors import LLMError
+from guimem.llm.base import ChatMessage, ChatResult, Usage
+from guimem.settings import LLMSettings
+
+log = logging.getLogger(__name__)
+_RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+
+
+class OpenAIChatClient:
+    """``POST {base_url}/chat/completions`` with timeouts, backoff retries and usage accounting.
+
+    Args:
+        settings: Endpoint, model, key, timeout, retries and defaults.
+        backoff_s: First retry delay; doubles each retry (``Retry-After`` wins when sent).
+    """
+
+    def __init__(self, settings: LLMSettings, backoff_s: float = 0.5) -> None:
+        self.settings = settings
+        self.backoff_s = backoff_s
+        self.usage = Usage()
+        self.calls = 0
+        headers = {}
+        if settings.api_key is not None:
+            headers["Authorization"] = f"Bearer {settings.api_key.get_secret_value()}"
+        self._client = httpx.Client(base_url=settings.base_url.rstrip("/"), timeout=settings.timeout_s, headers=headers)
+
+    @property
+    def name(self) -> str:
+        """``openai:<model>@<base_url>``."""
+        return f"openai:{self.settings.model}@{self.settings.base_url}"
+
+    def chat(self, messages: list[ChatMessage], *, temperature: float | None = None,
+             max_tokens: int | None = None) -> ChatResult:
+        """One completion, retried on 429/5xx and transport errors."""
+        payload = {
+            "model": self.settings.model,
+            "messages": [m.model_dump(exclude_none=True) for m in messages],
+            "temperature": self.settings.temperature if temperature is None else temperature,
+            "max_tokens": max_tokens or self.settings.max_tokens,
+        }
+        start = time.perf_counter()
+        resp = self._post_with_retries(payload)
+        try:
+            body = resp.json()
+            text = body["choices"][0]["message"]["content"] or ""
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise LLMError(f"{self.name}: reply is not an OpenAI chat completion: {resp.text[:200]!r}") from exc
+        usage = Usage.model_validate(body.get("usage") or {})
+        self.usage = self.usage + usage
+        self.calls += 1
+        return ChatResult(text=text, usage=usage, model=str(body.get("model", "")),
+                          latency_ms=(time.perf_counter() - start) * 1000)
+
+    def _post_with_retries(self, payload: dict[str, object]) -> httpx.Response:
+        delay = self.backoff_s
+        last = ""
+        for attempt in range(self.settings.max_retries + 1):
+            try:
+                resp = self._client.post("/chat/completions", json=payload)
+            except httpx.TransportError as exc:
+                last = f"{type(exc).__name__}: {exc}"
+            else:
+                if resp.status_code < 400:
+                    return resp
+                last = f"HTTP {resp.status_code}: {resp.text[:200]}"
+                if resp.status_code not in _RETRY_STATUS:
+                    break
+                retry_after = resp.headers.get("retry-after", "")
+                if retry_after.replace(".", "", 1).isdigit():
+                    delay = float(retry_after)
+            if attempt < self.settings.max_retries:
+                log.warning("%s: %s; retrying in %.1fs", self.name, last, delay)
+                time.sleep(delay)
+                delay *= 2
+        raise LLMError(f"{self.name}: request failed: {last}")

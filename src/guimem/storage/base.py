@@ -1,0 +1,174 @@
+"""The `Store` protocol: versioned records (supersede, never edit) and an append-only event log.
+
+Every memory method persists through this one protocol. A change to an item is a new version of it
+plus an event, written in the same transaction; the previous version stays readable in its history.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from guimem.registry import Registry, default_registry
+
+
+def new_id(prefix: str = "") -> str:
+    """A fresh unique id, optionally prefixed (``n-``, ``e-``, ``sk-``, ...)."""
+    return f"{prefix}{uuid.uuid4().hex[:20]}"
+
+
+@dataclass(frozen=True)
+class Record:
+    """One version of one item.
+
+    Attributes:
+        id: The item's stable id (all versions share it).
+        kind: What it is (``node``, ``edge``, ``skill``, ``knowledge``, ...).
+        namespace: Which memory it belongs to (one store can hold several methods' memories).
+        status: Lifecycle status (``active``, ``candidate``, ``admitted``, ``deleted``, ...).
+        body: The item as JSON text; the owning module parses it with its own model.
+        vector: An optional float32 embedding.
+        version: 1 for the first version; assigned by the store.
+        created_at: Unix time the version was written; assigned by the store.
+    """
+
+    id: str
+    kind: str
+    namespace: str
+    status: str
+    body: str
+    vector: bytes | None = None
+    version: int = 0
+    created_at: float = 0.0
+
+    def vector_array(self) -> NDArray[np.float32] | None:
+        """The embedding as an array, or None."""
+        return None if self.vector is None else np.frombuffer(self.vector, dtype=np.float32)
+
+
+def pack_vector(vector: NDArray[np.floating] | None) -> bytes | None:
+    """Serialise an embedding for a `Record`."""
+    return None if vector is None else np.asarray(vector, dtype=np.float32).tobytes()
+
+
+@dataclass(frozen=True)
+class Event:
+    """One entry of the append-only log.
+
+    Attributes:
+        seq: Position in the log (monotonic per store).
+        type: What happened (``created``, ``superseded``, ``admitted``, ``trial``, ...).
+        item_id: The item concerned, if any.
+        namespace: The memory it belongs to.
+        payload: JSON text with the details (evidence, reasons).
+        created_at: Unix time.
+    """
+
+    seq: int
+    type: str
+    item_id: str | None
+    namespace: str
+    payload: str
+    created_at: float
+
+
+@dataclass(frozen=True)
+class EventDraft:
+    """An event to append (the store assigns ``seq`` and time)."""
+
+    type: str
+    item_id: str | None
+    namespace: str
+    payload: str = "{}"
+
+
+@dataclass
+class StoreStats:
+    """Counts for ``guimem memory stats``."""
+
+    by_kind_status: dict[tuple[str, str], int] = field(default_factory=dict)
+    events: int = 0
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Versioned records plus an append-only event log, with transactions."""
+
+    @property
+    def url(self) -> str:
+        """Where the store is (a path or a database URL, without secrets)."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """All writes inside commit together or not at all; transactions nest."""
+        ...
+
+    def put(self, record: Record, event: EventDraft | None = None) -> Record:
+        """Write a new version of ``record.id`` (superseding the current one) and its event."""
+        ...
+
+    def append_event(self, event: EventDraft) -> Event:
+        """Append one event."""
+        ...
+
+    def get(self, item_id: str) -> Record:
+        """The current version of an item; raises `NotFoundError`."""
+        ...
+
+    def history(self, item_id: str) -> list[Record]:
+        """Every version of an item, oldest first."""
+        ...
+
+    def query(
+        self, namespace: str, kind: str | None = None, statuses: Sequence[str] | None = None
+    ) -> list[Record]:
+        """Current versions in ``namespace``, optionally filtered, in creation order."""
+        ...
+
+    def events(self, *, item_id: str | None = None, namespace: str | None = None, since: int = 0) -> list[Event]:
+        """Events after ``since``, in log order."""
+        ...
+
+    def namespaces(self) -> list[str]:
+        """Every namespace that holds items or events."""
+        ...
+
+    def stats(self, namespace: str | None = None) -> StoreStats:
+        """Counts of current items by kind and status, and of events."""
+        ...
+
+    def meta_get(self, key: str) -> str | None:
+        """A store-level setting (e.g. the embedder a memory was built with)."""
+        ...
+
+    def meta_set(self, key: str, value: str) -> None:
+        """Set a store-level setting."""
+        ...
+
+    def close(self) -> None:
+        """Release connections."""
+        ...
+
+
+def iter_current(store: Store, namespace: str, kind: str) -> Iterator[Record]:
+    """Current, non-deleted records of one kind."""
+    for rec in store.query(namespace, kind):
+        if rec.status != "deleted":
+            yield rec
+
+
+def create_store(url: str, registry: Registry | None = None) -> Store:
+    """Open a store from a URL: ``postgresql://...`` or a SQLite path (``sqlite:///path`` or ``path``)."""
+    reg = registry or default_registry()
+    if url.startswith(("postgresql://", "postgres://")):
+        store: Store = reg.create("store", "postgres", dsn=url)
+        return store
+    path = url.removeprefix("sqlite:///").removeprefix("sqlite://")
+    store = reg.create("store", "sqlite", path=path)
+    return store

@@ -1,0 +1,260 @@
+"""SQLite store: one file per memory, WAL, versioned migrations, append-only events enforced by triggers.
+
+Several processes may write the same file: writes take the lock up front (``BEGIN IMMEDIATE``) and
+wait on it (``busy_timeout``), so concurrent writers serialise instead of failing or losing rows.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from guimem.errors import MigrationError, NotFoundError, StoreError
+from guimem.storage.base import Event, EventDraft, Record, StoreStats
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: items (versioned), events (append-only), meta
+    """
+    CREATE TABLE items (
+        id TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        namespace TEXT NOT NULL,
+        status TEXT NOT NULL,
+        body TEXT NOT NULL,
+        vector BLOB,
+        created_at REAL NOT NULL,
+        current INTEGER NOT NULL DEFAULT 1,
+        PRIMARY KEY (id, version)
+    );
+    CREATE INDEX items_current ON items(namespace, kind, current);
+    CREATE TABLE events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        type TEXT NOT NULL,
+        item_id TEXT,
+        namespace TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX events_item ON events(item_id);
+    CREATE INDEX events_namespace ON events(namespace, seq);
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+        BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+    CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+        BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+    CREATE TRIGGER items_immutable BEFORE UPDATE OF id, version, kind, namespace, status, body, vector ON items
+        BEGIN SELECT RAISE(ABORT, 'item versions are immutable: write a new version'); END;
+    CREATE TRIGGER items_no_delete BEFORE DELETE ON items
+        BEGIN SELECT RAISE(ABORT, 'items are never deleted: write a tombstone version'); END;
+    """,
+)
+
+_COLUMNS = "id, kind, namespace, status, body, vector, version, created_at"
+
+
+def _record(row: sqlite3.Row | tuple[object, ...]) -> Record:
+    return Record(*row)
+
+
+class SQLiteStore:
+    """A `Store` in one SQLite file.
+
+    Args:
+        path: The database file (created with its folder if missing); ``:memory:`` for tests.
+        busy_timeout_ms: How long a writer waits for another process's lock.
+    """
+
+    def __init__(self, path: str | Path, busy_timeout_ms: int = 60_000) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._conn = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
+            )
+            self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot open SQLite store {self.path}: {exc}") from exc
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._migrate()
+
+    @property
+    def url(self) -> str:
+        """The file path."""
+        return self.path
+
+    def _migrate(self) -> None:
+        with self._lock:
+            have = int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+            if have > len(MIGRATIONS):
+                raise MigrationError(
+                    f"{self.path} has schema version {have}, newer than this guimem knows ({len(MIGRATIONS)})",
+                    suggestion="upgrade guimem",
+                )
+            if have == len(MIGRATIONS):
+                return
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                have = int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+                for number in range(have, len(MIGRATIONS)):
+                    for statement in _split_sql(MIGRATIONS[number]):
+                        self._conn.execute(statement)
+                    self._conn.execute(f"PRAGMA user_version = {number + 1}")
+                self._conn.execute("COMMIT")
+            except sqlite3.DatabaseError as exc:
+                self._conn.execute("ROLLBACK")
+                raise MigrationError(f"migrating {self.path} failed: {exc}") from exc
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Nestable write transaction; the outermost one commits or rolls back."""
+        with self._lock:
+            outer = self._depth == 0
+            if outer:
+                self._conn.execute("BEGIN IMMEDIATE")
+            self._depth += 1
+            try:
+                yield
+            except BaseException:
+                self._depth -= 1
+                if outer:
+                    self._conn.execute("ROLLBACK")
+                raise
+            self._depth -= 1
+            if outer:
+                self._conn.execute("COMMIT")
+
+    def put(self, record: Record, event: EventDraft | None = None) -> Record:
+        """Write a new version and (optionally) its event, atomically."""
+        with self.transaction():
+            row = self._conn.execute(
+                "SELECT MAX(version) FROM items WHERE id = ?", (record.id,)
+            ).fetchone()
+            version = int(row[0] or 0) + 1
+            now = time.time()
+            self._conn.execute("UPDATE items SET current = 0 WHERE id = ? AND current = 1", (record.id,))
+            self._conn.execute(
+                f"INSERT INTO items ({_COLUMNS}, current) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)",
+                (record.id, record.kind, record.namespace, record.status, record.body, record.vector, version, now),
+            )
+            if event is not None:
+                self.append_event(event)
+        return Record(record.id, record.kind, record.namespace, record.status, record.body, record.vector, version, now)
+
+    def append_event(self, event: EventDraft) -> Event:
+        """Append one event to the log."""
+        now = time.time()
+        with self.transaction():
+            cur = self._conn.execute(
+                "INSERT INTO events (type, item_id, namespace, payload, created_at) VALUES (?, ?, ?, ?, ?)",
+                (event.type, event.item_id, event.namespace, event.payload, now),
+            )
+        return Event(int(cur.lastrowid or 0), event.type, event.item_id, event.namespace, event.payload, now)
+
+    def get(self, item_id: str) -> Record:
+        """The current version of an item."""
+        with self._lock:
+            row = self._conn.execute(
+                f"SELECT {_COLUMNS} FROM items WHERE id = ? AND current = 1", (item_id,)
+            ).fetchone()
+        if row is None:
+            raise NotFoundError("item", item_id)
+        return _record(row)
+
+    def history(self, item_id: str) -> list[Record]:
+        """All versions, oldest first."""
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {_COLUMNS} FROM items WHERE id = ? ORDER BY version", (item_id,)
+            ).fetchall()
+        if not rows:
+            raise NotFoundError("item", item_id)
+        return [_record(r) for r in rows]
+
+    def query(self, namespace: str, kind: str | None = None, statuses: Sequence[str] | None = None) -> list[Record]:
+        """Current versions, oldest item first."""
+        sql = f"SELECT {_COLUMNS} FROM items WHERE namespace = ? AND current = 1"
+        args: list[object] = [namespace]
+        if kind is not None:
+            sql += " AND kind = ?"
+            args.append(kind)
+        if statuses is not None:
+            sql += f" AND status IN ({', '.join('?' for _ in statuses)})"
+            args.extend(statuses)
+        sql += " ORDER BY rowid"
+        with self._lock:
+            return [_record(r) for r in self._conn.execute(sql, args).fetchall()]
+
+    def events(self, *, item_id: str | None = None, namespace: str | None = None, since: int = 0) -> list[Event]:
+        """Events in log order."""
+        sql = "SELECT seq, type, item_id, namespace, payload, created_at FROM events WHERE seq > ?"
+        args: list[object] = [since]
+        if item_id is not None:
+            sql += " AND item_id = ?"
+            args.append(item_id)
+        if namespace is not None:
+            sql += " AND namespace = ?"
+            args.append(namespace)
+        with self._lock:
+            return [Event(*r) for r in self._conn.execute(sql + " ORDER BY seq", args).fetchall()]
+
+    def namespaces(self) -> list[str]:
+        """Namespaces with items or events."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT namespace FROM items UNION SELECT namespace FROM events ORDER BY 1"
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def stats(self, namespace: str | None = None) -> StoreStats:
+        """Counts of current items by (kind, status) and of events."""
+        where, args = ("WHERE current = 1 AND namespace = ?", [namespace]) if namespace else ("WHERE current = 1", [])
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT kind, status, COUNT(*) FROM items {where} GROUP BY kind, status", args
+            ).fetchall()
+            ev_where = "WHERE namespace = ?" if namespace else ""
+            events = self._conn.execute(f"SELECT COUNT(*) FROM events {ev_where}", args).fetchone()[0]
+        return StoreStats({(k, s): int(n) for k, s, n in rows}, int(events))
+
+    def meta_get(self, key: str) -> str | None:
+        """A store-level setting."""
+        with self._lock:
+            row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def meta_set(self, key: str, value: str) -> None:
+        """Set a store-level setting."""
+        with self.transaction():
+            self._conn.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._conn.close()
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration into statements, keeping trigger bodies whole."""
+    out: list[str] = []
+    buf: list[str] = []
+    for line in script.strip().splitlines():
+        buf.append(line)
+        joined = "\n".join(buf).strip()
+        if joined.endswith(";") and sqlite3.complete_statement(joined):
+            out.append(joined)
+            buf = []
+    if "".join(buf).strip():
+        out.append("\n".join(buf))
+    return out

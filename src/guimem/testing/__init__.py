@@ -1,0 +1,11 @@
+"""Test doubles shipped with guimem, so users can test their own integrations without a model or a device.
+
+- `ScriptedLLM`: an in-process `LLMClient` that replays replies.
+- `ScriptedOpenAIServer`: a real HTTP server on loopback speaking the OpenAI chat/embeddings wire format.
+- `HashingEmbedder`: a deterministic embedder with no model (re-exported).
+"""
+
+from guimem.embeddings.hashing import HashingEmbedder
+from guimem.testing.llm import ScriptedLLM, ScriptedOpenAIServer
+
+__all__ = ["HashingEmbedder", "ScriptedLLM", "ScriptedOpenAIServer"]

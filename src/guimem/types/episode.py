@@ -1,0 +1,143 @@
+"""Tasks, steps, trajectories and outcomes, and what memory injected at each step."""
+
+from __future__ import annotations
+
+import uuid
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from guimem.types.actions import Action, ActionError
+from guimem.types.ui import Observation
+
+TRAJECTORY_FORMAT_VERSION = 1
+
+
+class Task(BaseModel):
+    """One task instance: the same ``id`` and ``seed`` reproduce the same episode start."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    goal: str
+    app: str
+    params: dict[str, str] = Field(default_factory=dict)
+    seed: int = 0
+    max_steps: int | None = None
+
+
+class Outcome(BaseModel):
+    """How an episode ended."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    success: bool
+    score: float = 0.0
+    reason: str = ""
+
+
+class Behaviour(BaseModel):
+    """Selector-based action templates, so an offline policy can use a memory item, not just read it.
+
+    Attributes:
+        actions: Action templates; selectors and text may hold ``{param}`` placeholders.
+        avoid: True for warnings: the policy should not take these actions.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    actions: tuple[Action, ...] = ()
+    avoid: bool = False
+
+
+class ItemKind(StrEnum):
+    """What kind of memory item an injection carries."""
+
+    EDGE = "edge"
+    SKILL = "skill"
+    PROCEDURE = "procedure"
+    WARNING = "warning"
+    EPISODE = "episode"
+
+
+class InjectedItem(BaseModel):
+    """One memory item as shown to the agent at one step."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    kind: ItemKind
+    text: str
+    behaviour: Behaviour = Field(default_factory=Behaviour)
+    score: float = 0.0
+    success: bool | None = None
+    name: str | None = None
+
+
+class Injection(BaseModel):
+    """Everything memory put in front of the agent at one step.
+
+    ``abstained`` is true when memory had candidates but none was compatible with the task, so
+    nothing was injected on purpose (recorded, not silent).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    method: str = "none"
+    items: tuple[InjectedItem, ...] = ()
+    text: str = ""
+    tokens: int = 0
+    abstained: bool = False
+    note: str = ""
+    latency_ms: float = 0.0
+
+    @property
+    def ids(self) -> list[str]:
+        """The ids of the injected items, in order."""
+        return [item.id for item in self.items]
+
+
+class Step(BaseModel):
+    """One step of an episode: what was seen, what memory showed, what was done, what went wrong."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    index: int
+    observation: Observation
+    action: Action
+    thought: str | None = None
+    intent: str | None = None
+    error: ActionError | None = None
+    injection: Injection = Field(default_factory=Injection)
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+
+
+def new_episode_id() -> str:
+    """A fresh, unique episode id."""
+    return uuid.uuid4().hex[:16]
+
+
+class Trajectory(BaseModel):
+    """One whole episode; serialised as one JSONL line (format version in ``version``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: int = TRAJECTORY_FORMAT_VERSION
+    episode_id: str = Field(default_factory=new_episode_id)
+    task: Task
+    steps: tuple[Step, ...] = ()
+    final_observation: Observation | None = None
+    outcome: Outcome
+    env: str = ""
+    policy: str = ""
+    memory: str = "none"
+    started_at: float = 0.0
+    wall_ms: float = 0.0
+
+    @property
+    def observations(self) -> list[Observation]:
+        """Every observation in order, the final one included when recorded."""
+        obs = [s.observation for s in self.steps]
+        if self.final_observation is not None:
+            obs.append(self.final_observation)
+        return obs

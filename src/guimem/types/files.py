@@ -1,0 +1,92 @@
+"""Trajectory files: JSONL, one episode per line, screenshots in a sibling artifacts folder.
+
+The format is documented in ``docs/formats.md``. Loading is all-or-nothing: a malformed line fails
+the whole file with its path, line number and field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from guimem.errors import TrajectoryFormatError
+from guimem.types.episode import TRAJECTORY_FORMAT_VERSION, Trajectory
+
+
+def artifacts_dir(trajectory_file: Path) -> Path:
+    """The folder that holds a trajectory file's screenshots: ``<file>.artifacts/``."""
+    return trajectory_file.with_name(trajectory_file.name + ".artifacts")
+
+
+def _field_of(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    return ".".join(str(p) for p in first["loc"]) or "<root>"
+
+
+def parse_trajectory_line(text: str, *, path: str = "<string>", line: int = 1) -> Trajectory:
+    """Parse one JSONL line into a `Trajectory`.
+
+    Raises:
+        TrajectoryFormatError: The line is not JSON, not the current format version, or a field is wrong.
+    """
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TrajectoryFormatError(f"not valid JSON ({exc.msg} at column {exc.colno})", path=path, line=line) from None
+    if not isinstance(raw, dict):
+        raise TrajectoryFormatError("each line must be a JSON object (one episode)", path=path, line=line)
+    version = raw.get("version", TRAJECTORY_FORMAT_VERSION)
+    if version != TRAJECTORY_FORMAT_VERSION:
+        raise TrajectoryFormatError(
+            f"format version {version!r} is not supported (this guimem reads {TRAJECTORY_FORMAT_VERSION})",
+            path=path, line=line, field="version",
+        )
+    try:
+        return Trajectory.model_validate(raw)
+    except ValidationError as exc:
+        msg = exc.errors()[0]["msg"]
+        raise TrajectoryFormatError(msg, path=path, line=line, field=_field_of(exc)) from None
+
+
+def iter_trajectories(path: Path | str) -> Iterator[Trajectory]:
+    """Yield the episodes of a JSONL file one by one (blank lines are skipped)."""
+    p = Path(path)
+    if not p.exists():
+        raise TrajectoryFormatError("file does not exist", path=str(p))
+    with p.open(encoding="utf-8") as fh:
+        for number, text in enumerate(fh, start=1):
+            if text.strip():
+                yield parse_trajectory_line(text, path=str(p), line=number)
+
+
+def read_trajectories(path: Path | str) -> list[Trajectory]:
+    """Load every episode of a JSONL file; any malformed line fails the whole file."""
+    return list(iter_trajectories(path))
+
+
+def append_trajectory(path: Path | str, trajectory: Trajectory) -> None:
+    """Append one episode as one line, flushed and fsynced so a crash cannot leave half a line."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    line = trajectory.model_dump_json() + "\n"
+    with p.open("a", encoding="utf-8") as fh:
+        fh.write(line)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def write_trajectories(path: Path | str, trajectories: Iterable[Trajectory]) -> None:
+    """Write a whole file atomically (temp file, then rename)."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(p.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        for t in trajectories:
+            fh.write(t.model_dump_json() + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    tmp.replace(p)

@@ -1,0 +1,81 @@
+"""Screen signatures: the text a UI state is embedded from, stable across episodes of one screen.
+
+Volatile values are masked so that two visits of the same screen in different episodes (other
+seed, other random names, other typed text) read almost the same: numbers become ``#``, task
+parameter values become ``{v}``, typed values are dropped, and free paragraph text is left out
+(its words are content, not structure).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+
+from guimem.types.ui import Observation, Role, UIElement
+
+_NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
+_SPACE = re.compile(r"\s+")
+_MAX_TOKENS = 64
+_MAX_TEXT = 40
+_STRUCTURAL_ROLES = {Role.BUTTON, Role.LINK, Role.TAB, Role.MENUITEM, Role.OPTION, Role.HEADING, Role.COMBOBOX}
+
+
+def mask_text(text: str, masks: Iterable[str] = ()) -> str:
+    """Mask volatile parts of ``text``: given values become ``{v}``, numbers ``#``."""
+    out = text
+    for value in sorted((m for m in masks if len(m.strip()) >= 2), key=len, reverse=True):
+        out = re.sub(re.escape(value.strip()), "{v}", out, flags=re.IGNORECASE)
+    out = _NUMBER.sub("#", out)
+    out = _SPACE.sub(" ", out).strip()
+    return out[:_MAX_TEXT]
+
+
+def _element_token(el: UIElement, masks: list[str]) -> str | None:
+    rid = f"#{mask_text(el.resource_id, masks)}" if el.resource_id else ""
+    if el.editable:
+        return f"{el.role.value}{rid} [{mask_text(el.label, masks)}]"
+    if el.role in (Role.CHECKBOX, Role.RADIO):
+        return f"{el.role.value}{rid} [{mask_text(el.label or el.text, masks)}]"
+    if el.role in _STRUCTURAL_ROLES or el.clickable:
+        return f"{el.role.value}{rid} {mask_text(el.text or el.label, masks)}".rstrip()
+    if rid and el.role is not Role.TEXT:
+        return f"{el.role.value}{rid}"
+    return None
+
+
+def screen_signature(observation: Observation, masks: Iterable[str] = ()) -> str:
+    """The masked text that identifies ``observation``'s screen.
+
+    Args:
+        observation: The screen.
+        masks: Volatile strings to hide (task parameter values, quoted goal substrings).
+
+    Returns:
+        One line for the app and location, then one line per structural element.
+    """
+    mask_list = [m for m in masks if m]
+    lines = [f"app: {observation.app}", f"screen: {mask_text(observation.location, mask_list)}"]
+    seen_last = None
+    count = 0
+    for el in observation.elements:
+        token = _element_token(el, mask_list)
+        if token is None or token == seen_last:
+            continue
+        lines.append(token)
+        seen_last = token
+        count += 1
+        if count >= _MAX_TOKENS:
+            break
+    return "\n".join(lines)
+
+
+def structure_hash(observation: Observation) -> str:
+    """A structural hash (AutoDroid-style): app, location and the roles and ids of interactive elements."""
+    parts = [observation.app, _NUMBER.sub("#", observation.location)]
+    parts += sorted(
+        f"{el.role.value}#{_NUMBER.sub('#', el.resource_id)}"
+        for el in observation.elements
+        if el.clickable or el.editable
+    )
+    return hashlib.sha1("\n".join(parts).encode()).hexdigest()[:16]

@@ -1,0 +1,210 @@
+"""What an agent sees: elements, observations, and portable selectors that survive renumbering."""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_SPACE = re.compile(r"\s+")
+
+
+class Role(StrEnum):
+    """What an element is for, across web, Android and desktop."""
+
+    BUTTON = "button"
+    LINK = "link"
+    TEXTBOX = "textbox"
+    CHECKBOX = "checkbox"
+    RADIO = "radio"
+    TAB = "tab"
+    OPTION = "option"
+    COMBOBOX = "combobox"
+    MENUITEM = "menuitem"
+    LISTITEM = "listitem"
+    IMAGE = "image"
+    HEADING = "heading"
+    TEXT = "text"
+    CONTAINER = "container"
+    OTHER = "other"
+
+
+class Bounds(BaseModel):
+    """An element's box in screen pixels."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    x: float = 0.0
+    y: float = 0.0
+    w: float = 0.0
+    h: float = 0.0
+
+    @property
+    def center(self) -> tuple[float, float]:
+        """The centre point ``(x, y)``."""
+        return (self.x + self.w / 2, self.y + self.h / 2)
+
+
+class UIElement(BaseModel):
+    """One element of an observation.
+
+    ``ref`` is valid only inside the observation it came from: refs are renumbered every episode,
+    so memory never stores refs, only `Selector`s.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ref: str
+    role: Role = Role.OTHER
+    text: str = ""
+    label: str = ""
+    resource_id: str = ""
+    value: str | None = None
+    bounds: Bounds = Field(default_factory=Bounds)
+    clickable: bool = False
+    editable: bool = False
+    checked: bool | None = None
+    focused: bool = False
+    enabled: bool = True
+    container: str = ""
+
+    @property
+    def name(self) -> str:
+        """The human-facing name: label if any, else text, else resource id."""
+        return self.label or self.text or self.resource_id
+
+
+class Observation(BaseModel):
+    """One screen as the agent sees it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    app: str
+    location: str = ""
+    elements: tuple[UIElement, ...] = ()
+    screenshot: str | None = None
+    timestamp: float = 0.0
+
+    def element(self, ref: str) -> UIElement | None:
+        """The element with ``ref``, or None."""
+        for el in self.elements:
+            if el.ref == ref:
+                return el
+        return None
+
+
+def normalise_text(text: str) -> str:
+    """Case-fold and collapse white space, for comparing visible text."""
+    return _SPACE.sub(" ", text).strip().casefold()
+
+
+def placeholders(template: str) -> list[str]:
+    """The ``{param}`` names in ``template``, in order of appearance."""
+    return _PLACEHOLDER.findall(template)
+
+
+def fill(template: str, params: dict[str, str]) -> str:
+    """Replace ``{param}`` placeholders; unknown ones are left as they are."""
+    return _PLACEHOLDER.sub(lambda m: params.get(m.group(1), m.group(0)), template)
+
+
+class MatchStatus(StrEnum):
+    """How a selector resolved."""
+
+    OK = "ok"
+    NO_MATCH = "no_match"
+    AMBIGUOUS = "ambiguous"
+    UNBOUND = "unbound"
+
+
+class Resolution(BaseModel):
+    """The result of resolving a `Selector` against an observation."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: MatchStatus
+    element: UIElement | None = None
+    candidates: int = 0
+    missing_params: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """True when exactly one element was found."""
+        return self.status is MatchStatus.OK
+
+
+class Selector(BaseModel):
+    """A portable description of an element, resolved anew against each observation.
+
+    Each field may hold ``{param}`` placeholders that are bound from task parameters. Fields left
+    empty do not constrain the match. ``nth`` picks among several matches in document order.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Role | None = None
+    text: str = ""
+    label: str = ""
+    resource_id: str = ""
+    nth: int | None = None
+
+    @classmethod
+    def for_element(cls, element: UIElement, observation: Observation | None = None) -> Selector:
+        """The most specific selector that names ``element`` (unique in ``observation`` if given)."""
+        sel = cls(role=element.role, text=element.text, label=element.label, resource_id=element.resource_id)
+        if observation is None:
+            return sel
+        matches = sel.matches(observation, {})
+        if len(matches) > 1:
+            sel = sel.model_copy(update={"nth": [m.ref for m in matches].index(element.ref)})
+        return sel
+
+    def params(self) -> list[str]:
+        """Placeholder names used by this selector."""
+        return [p for f in (self.text, self.label, self.resource_id) for p in placeholders(f)]
+
+    def bind(self, params: dict[str, str]) -> Selector:
+        """A copy with placeholders filled from ``params``."""
+        return self.model_copy(
+            update={
+                "text": fill(self.text, params),
+                "label": fill(self.label, params),
+                "resource_id": fill(self.resource_id, params),
+            }
+        )
+
+    def matches(self, observation: Observation, params: dict[str, str]) -> list[UIElement]:
+        """Every element the bound selector matches, in document order."""
+        bound = self.bind(params)
+        want = [(attr, normalise_text(getattr(bound, attr))) for attr in ("text", "label", "resource_id")]
+        want = [(a, v) for a, v in want if v]
+        out = []
+        for el in observation.elements:
+            if bound.role is not None and el.role is not bound.role:
+                continue
+            if all(normalise_text(getattr(el, attr)) == value for attr, value in want):
+                out.append(el)
+        return out
+
+    def resolve(self, observation: Observation, params: dict[str, str] | None = None) -> Resolution:
+        """Find the one element this selector names in ``observation``."""
+        params = params or {}
+        missing = tuple(p for p in self.params() if p not in params)
+        if missing:
+            return Resolution(status=MatchStatus.UNBOUND, missing_params=missing)
+        found = self.matches(observation, params)
+        if self.nth is not None and 0 <= self.nth < len(found):
+            return Resolution(status=MatchStatus.OK, element=found[self.nth], candidates=len(found))
+        if len(found) == 1:
+            return Resolution(status=MatchStatus.OK, element=found[0], candidates=1)
+        status = MatchStatus.NO_MATCH if not found else MatchStatus.AMBIGUOUS
+        return Resolution(status=status, candidates=len(found))
+
+    def describe(self) -> str:
+        """A short human-readable form, e.g. ``button "Login"``."""
+        role = self.role.value if self.role else "element"
+        name = self.label or self.text or (f"#{self.resource_id}" if self.resource_id else "")
+        nth = f"[{self.nth}]" if self.nth is not None else ""
+        return f'{role} "{name}"{nth}' if name else f"{role}{nth}"

@@ -1,0 +1,110 @@
+"""Approximate cosine search with HNSW graphs (usearch), for stores with many thousands of vectors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from guimem.errors import MissingDependencyError, StoreError
+from guimem.vectors.base import Hit
+
+
+def _new_index(dim: int, connectivity: int, expansion_add: int, expansion_search: int) -> Any:
+    try:
+        from usearch.index import Index
+    except ImportError as exc:
+        raise MissingDependencyError("usearch", "hnsw") from exc
+    return Index(
+        ndim=dim, metric="cos", dtype="f32", connectivity=connectivity,
+        expansion_add=expansion_add, expansion_search=expansion_search,
+    )
+
+
+class HnswIndex:
+    """usearch HNSW with string ids mapped to integer keys.
+
+    Args:
+        dim: Vector dimension.
+        connectivity: Graph degree (M).
+        expansion_add: ef at construction.
+        expansion_search: ef at query time (higher = better recall, slower).
+        exact_below: Below this many vectors, search by brute force: it is exact, and at that size
+            faster than walking the graph (usearch's threaded build is not deterministic).
+    """
+
+    def __init__(self, dim: int, connectivity: int = 32, expansion_add: int = 256, expansion_search: int = 320,
+                 exact_below: int = 4096) -> None:
+        self._dim = dim
+        self.exact_below = exact_below
+        self._params = (connectivity, expansion_add, expansion_search)
+        self._index = _new_index(dim, *self._params)
+        self._keys: dict[str, int] = {}
+        self._ids: dict[int, str] = {}
+        self._next = 0
+
+    @property
+    def dim(self) -> int:
+        """The vector dimension."""
+        return self._dim
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __contains__(self, ident: object) -> bool:
+        return ident in self._keys
+
+    def add(self, ids: Sequence[str], vectors: NDArray[np.float32]) -> None:
+        """Add or replace vectors."""
+        vecs = np.asarray(vectors, dtype=np.float32).reshape(len(ids), self._dim)
+        self.remove([i for i in ids if i in self._keys])
+        keys = np.arange(self._next, self._next + len(ids), dtype=np.uint64)
+        self._next += len(ids)
+        for ident, key in zip(ids, keys, strict=True):
+            self._keys[ident] = int(key)
+            self._ids[int(key)] = ident
+        if len(ids):
+            self._index.add(keys, vecs)
+
+    def remove(self, ids: Sequence[str]) -> None:
+        """Remove ids (unknown ones are ignored)."""
+        for ident in ids:
+            key = self._keys.pop(ident, None)
+            if key is not None:
+                self._ids.pop(key, None)
+                self._index.remove(key)
+
+    def search(self, query: NDArray[np.float32], k: int) -> list[Hit]:
+        """Approximate top-k by cosine similarity."""
+        if not self._keys or k <= 0:
+            return []
+        found = self._index.search(np.asarray(query, dtype=np.float32).reshape(self._dim), min(k, len(self._keys)),
+                                   exact=len(self._keys) < self.exact_below)
+        return [
+            Hit(self._ids[int(key)], 1.0 - float(dist))
+            for key, dist in zip(found.keys, found.distances, strict=True)
+            if int(key) in self._ids
+        ]
+
+    def save(self, path: Path) -> None:
+        """Write ``hnsw.usearch`` and ``keys.json`` into ``path``."""
+        path.mkdir(parents=True, exist_ok=True)
+        self._index.save(str(path / "hnsw.usearch"))
+        (path / "keys.json").write_text(json.dumps({"next": self._next, "keys": self._keys}))
+
+    def load(self, path: Path) -> None:
+        """Load what `save` wrote."""
+        try:
+            meta = json.loads((path / "keys.json").read_text())
+            index = _new_index(self._dim, *self._params)
+            index.load(str(path / "hnsw.usearch"))
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise StoreError(f"cannot load HNSW index from {path}: {exc}") from exc
+        self._index = index
+        self._keys = {str(k): int(v) for k, v in meta["keys"].items()}
+        self._ids = {v: k for k, v in self._keys.items()}
+        self._next = int(meta["next"])

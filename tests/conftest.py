@@ -1,0 +1,34 @@
+"""Shared fixtures: observations and tasks that look like MiniWoB screens."""
+
+from __future__ import annotations
+
+import pytest
+
+from guimem.types import Bounds, Observation, Role, Task, UIElement
+
+
+def login_screen(username_value: str = "", distractor: str = "") -> Observation:
+    """A login form like MiniWoB's login-user."""
+    elements = [
+        UIElement(ref="1", role=Role.TEXT, text="Username"),
+        UIElement(ref="2", role=Role.TEXTBOX, label="Username", resource_id="username", editable=True,
+                  clickable=True, value=username_value, bounds=Bounds(x=10, y=10, w=100, h=20)),
+        UIElement(ref="3", role=Role.TEXT, text="Password"),
+        UIElement(ref="4", role=Role.TEXTBOX, label="Password", resource_id="password", editable=True,
+                  clickable=True, bounds=Bounds(x=10, y=40, w=100, h=20)),
+        UIElement(ref="5", role=Role.BUTTON, text="Login", resource_id="subbtn", clickable=True),
+    ]
+    if distractor:
+        elements.append(UIElement(ref="6", role=Role.TEXT, text=distractor))
+    return Observation(app="miniwob", location="login-user", elements=tuple(elements))
+
+
+@pytest.fixture
+def login_obs() -> Observation:
+    return login_screen()
+
+
+@pytest.fixture
+def login_task() -> Task:
+    return Task(id="login-user", goal="Enter the username \"alice\" and the password \"xyz\" into the text fields "
+                "and press login.", app="miniwob", params={"username": "alice", "password": "xyz"}, seed=3)

@@ -1,0 +1,125 @@
+"""The store contract: run against every store backend (SQLite here; PostgreSQL joins when available)."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import sqlite3
+
+import numpy as np
+import pytest
+
+from guimem.errors import MigrationError, NotFoundError
+from guimem.storage import Record, create_store
+from guimem.storage.base import EventDraft, pack_vector
+from guimem.storage.sqlite import SQLiteStore
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = create_store(str(tmp_path / "m.sqlite"))
+    yield s
+    s.close()
+
+
+def rec(ident: str, body: str = "{}", status: str = "active", kind: str = "node") -> Record:
+    return Record(id=ident, kind=kind, namespace="graph", status=status, body=body)
+
+
+def test_put_supersedes_and_keeps_history(store):
+    store.put(rec("a", '{"v": 1}'))
+    second = store.put(rec("a", '{"v": 2}', status="retired"))
+    assert second.version == 2
+    assert store.get("a").body == '{"v": 2}'
+    assert [r.body for r in store.history("a")] == ['{"v": 1}', '{"v": 2}']
+    assert store.stats("graph").by_kind_status == {("node", "retired"): 1}
+
+
+def test_query_filters_by_kind_and_status(store):
+    store.put(rec("a"))
+    store.put(rec("b", kind="edge", status="candidate"))
+    store.put(rec("c", kind="edge", status="admitted"))
+    assert [r.id for r in store.query("graph", "edge", ["admitted"])] == ["c"]
+    assert [r.id for r in store.query("graph")] == ["a", "b", "c"]
+    assert store.query("other") == []
+
+
+def test_vectors_round_trip(store):
+    v = np.arange(4, dtype=np.float32)
+    store.put(Record("a", "node", "graph", "active", "{}", pack_vector(v)))
+    assert np.array_equal(store.get("a").vector_array(), v)
+
+
+def test_events_are_written_with_the_change_and_in_order(store):
+    store.put(rec("a"), EventDraft("created", "a", "graph", '{"why": "first"}'))
+    store.append_event(EventDraft("trial", "a", "graph"))
+    events = store.events(item_id="a")
+    assert [e.type for e in events] == ["created", "trial"] and events[0].seq < events[1].seq
+
+
+def test_failed_transaction_writes_nothing(store):
+    with pytest.raises(RuntimeError), store.transaction():
+        store.put(rec("a"), EventDraft("created", "a", "graph"))
+        store.put(rec("b"))
+        raise RuntimeError("boom")
+    assert store.query("graph") == [] and store.events() == []
+
+
+def test_unknown_item_raises_not_found(store):
+    with pytest.raises(NotFoundError, match="no item with id 'zz'"):
+        store.get("zz")
+
+
+def test_meta_values(store):
+    assert store.meta_get("embedder") is None
+    store.meta_set("embedder", "e5")
+    store.meta_set("embedder", "hashing")
+    assert store.meta_get("embedder") == "hashing"
+
+
+def test_sqlite_events_and_versions_cannot_be_rewritten(tmp_path):
+    s = SQLiteStore(tmp_path / "m.sqlite")
+    s.put(rec("a"), EventDraft("created", "a", "graph"))
+    raw = sqlite3.connect(tmp_path / "m.sqlite")
+    for sql in ("DELETE FROM events", "UPDATE events SET type = 'x'", "UPDATE items SET body = 'x'",
+                "DELETE FROM items"):
+        with pytest.raises(sqlite3.DatabaseError):
+            raw.execute(sql)
+    raw.close()
+    s.close()
+
+
+def test_store_written_by_a_newer_schema_is_refused(tmp_path):
+    path = tmp_path / "m.sqlite"
+    SQLiteStore(path).close()
+    raw = sqlite3.connect(path)
+    raw.execute("PRAGMA user_version = 99")
+    raw.close()
+    with pytest.raises(MigrationError, match="newer"):
+        SQLiteStore(path)
+
+
+def _writer(path: str, worker: int, n: int) -> None:
+    s = SQLiteStore(path)
+    for i in range(n):
+        with s.transaction():
+            s.put(Record(f"w{worker}-{i}", "node", "graph", "active", "{}"),
+                  EventDraft("created", f"w{worker}-{i}", "graph"))
+            s.put(Record("shared", "counter", "graph", "active", f'{{"by": {worker}}}'))
+    s.close()
+
+
+def test_concurrent_processes_lose_no_writes(tmp_path):
+    path = str(tmp_path / "shared.sqlite")
+    SQLiteStore(path).close()
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(path, w, 40)) for w in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    s = SQLiteStore(path)
+    assert len(s.query("graph", "node")) == 160
+    assert len(s.events(namespace="graph")) == 160
+    assert len(s.history("shared")) == 160
+    assert [r.version for r in s.history("shared")] == list(range(1, 161))

@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from guimem.errors import TrajectoryFormatError
+from guimem.types import (
+    Action,
+    ActionKind,
+    Outcome,
+    Role,
+    Selector,
+    Step,
+    Task,
+    Trajectory,
+    append_trajectory,
+    read_trajectories,
+    write_trajectories,
+)
+from tests.conftest import login_screen
+
+
+def make_trajectory(success: bool = True, username: str = "alice") -> Trajectory:
+    obs = login_screen()
+    steps = (
+        Step(index=0, observation=obs, action=Action(kind=ActionKind.TYPE, ref="2", text=username,
+             selector=Selector(role=Role.TEXTBOX, label="Username"))),
+        Step(index=1, observation=obs, action=Action(kind=ActionKind.TAP, ref="5",
+             selector=Selector(role=Role.BUTTON, text="Login"))),
+    )
+    task = Task(id="login-user", goal=f'Log in as "{username}"', app="miniwob", params={"username": username})
+    return Trajectory(task=task, steps=steps, outcome=Outcome(success=success, score=1.0 if success else -1.0))
+
+
+def test_trajectories_round_trip_through_jsonl(tmp_path):
+    path = tmp_path / "t.jsonl"
+    trajs = [make_trajectory(), make_trajectory(success=False)]
+    write_trajectories(path, trajs)
+    append_trajectory(path, make_trajectory(username="bob"))
+    back = read_trajectories(path)
+    assert back[:2] == trajs and back[2].task.params["username"] == "bob"
+
+
+@settings(max_examples=30)
+@given(st.text(max_size=30), st.booleans(), st.floats(-1, 1, allow_nan=False))
+def test_any_trajectory_round_trips(username, success, score):
+    t = make_trajectory(success=success, username=username)
+    t = t.model_copy(update={"outcome": Outcome(success=success, score=score)})
+    assert Trajectory.model_validate_json(t.model_dump_json()) == t
+
+
+def test_malformed_json_names_file_and_line(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(make_trajectory().model_dump_json() + "\n{not json\n")
+    with pytest.raises(TrajectoryFormatError) as info:
+        read_trajectories(path)
+    assert info.value.line == 2 and str(path) in str(info.value)
+
+
+def test_wrong_field_names_the_field(tmp_path):
+    raw = json.loads(make_trajectory().model_dump_json())
+    raw["steps"][1]["action"]["kind"] = "teleport"
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(raw) + "\n")
+    with pytest.raises(TrajectoryFormatError) as info:
+        read_trajectories(path)
+    assert info.value.field == "steps.1.action.kind"
+    assert "bad.jsonl:1" in str(info.value)
+
+
+def test_future_format_version_is_refused(tmp_path):
+    raw = json.loads(make_trajectory().model_dump_json())
+    raw["version"] = 99
+    path = tmp_path / "v.jsonl"
+    path.write_text(json.dumps(raw) + "\n")
+    with pytest.raises(TrajectoryFormatError, match="version 99"):
+        read_trajectories(path)

@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from guimem.types import MatchStatus, Observation, Role, Selector, UIElement
+from tests.conftest import login_screen
+
+
+def test_selector_resolves_by_label_regardless_of_ref_numbering():
+    sel = Selector(role=Role.TEXTBOX, label="Username")
+    first = login_screen()
+    renumbered = Observation(app=first.app, location=first.location, elements=tuple(
+        e.model_copy(update={"ref": str(int(e.ref) + 100)}) for e in first.elements))
+    assert sel.resolve(first).element.ref == "2"
+    assert sel.resolve(renumbered).element.ref == "102"
+
+
+def test_selector_with_placeholder_binds_task_params():
+    obs = Observation(app="w", elements=(UIElement(ref="1", role=Role.LINK, text="Ipsum", clickable=True),))
+    sel = Selector(role=Role.LINK, text="{target}")
+    assert sel.resolve(obs, {"target": "ipsum"}).ok
+    unbound = sel.resolve(obs, {})
+    assert unbound.status is MatchStatus.UNBOUND and unbound.missing_params == ("target",)
+
+
+def test_selector_reports_ambiguity_and_no_match():
+    obs = Observation(app="w", elements=(
+        UIElement(ref="1", role=Role.BUTTON, text="OK", clickable=True),
+        UIElement(ref="2", role=Role.BUTTON, text="ok", clickable=True),
+    ))
+    amb = Selector(role=Role.BUTTON, text="OK").resolve(obs)
+    assert amb.status is MatchStatus.AMBIGUOUS and amb.candidates == 2
+    assert Selector(role=Role.BUTTON, text="OK", nth=1).resolve(obs).element.ref == "2"
+    assert Selector(role=Role.LINK, text="OK").resolve(obs).status is MatchStatus.NO_MATCH
+
+
+def test_for_element_adds_nth_only_when_needed():
+    obs = Observation(app="w", elements=(
+        UIElement(ref="1", role=Role.BUTTON, text="OK", clickable=True),
+        UIElement(ref="2", role=Role.BUTTON, text="OK", clickable=True),
+        UIElement(ref="3", role=Role.BUTTON, text="Cancel", clickable=True),
+    ))
+    assert Selector.for_element(obs.elements[1], obs).nth == 1
+    assert Selector.for_element(obs.elements[2], obs).nth is None
+
+
+@given(st.text(min_size=1, max_size=20).filter(lambda s: s.strip() and "{" not in s))
+def test_for_element_always_resolves_back_to_the_same_element(text):
+    obs = Observation(app="w", elements=(
+        UIElement(ref="a", role=Role.BUTTON, text=text, clickable=True),
+        UIElement(ref="b", role=Role.BUTTON, text=text, clickable=True),
+        UIElement(ref="c", role=Role.LINK, text=text, clickable=True),
+    ))
+    for el in obs.elements:
+        assert Selector.for_element(el, obs).resolve(obs).element.ref == el.ref
