@@ -18,7 +18,8 @@ class BackendSpec:
     Attributes:
         kind: What it implements (``embedder``, ``vector_index``, ``store``, ``env``, ...).
         name: The name users pass (``e5``, ``exact``, ``sqlite``).
-        target: ``"module.path:Attribute"``, imported only when the backend is built.
+        target: ``"module.path:Attribute"`` (dots allowed after the colon, e.g. ``Class.from_settings``),
+            imported only when the backend is built.
         extra: The pip extra that installs its dependencies, if any.
         summary: One line for ``--help`` and ``guimem doctor``.
     """
@@ -43,8 +44,10 @@ class BackendSpec:
             if missing.startswith("guimem"):
                 raise
             raise MissingDependencyError(missing, self.extra) from exc
-        factory: Callable[..., Any] = getattr(module, attr)
-        return factory
+        factory: Any = module
+        for part in attr.split("."):
+            factory = getattr(factory, part)
+        return factory  # type: ignore[no-any-return]
 
 
 class Registry:
@@ -93,12 +96,12 @@ def _default_registry() -> Registry:
         BackendSpec("store", "sqlite", "guimem.storage.sqlite:SQLiteStore", None, "one SQLite file (WAL)"),
         BackendSpec("llm", "openai", "guimem.llm.openai:OpenAIChatClient", None,
                     "any OpenAI-compatible chat endpoint"),
-        BackendSpec("env", "miniwob", "guimem.envs.miniwob:MiniWoBEnv", "miniwob",
+        BackendSpec("env", "miniwob", "guimem.envs.miniwob:MiniWoBEnv.from_settings", "miniwob",
                     "MiniWoB++ in headless Chromium"),
-        BackendSpec("env", "android", "guimem.envs.android:AndroidEnv", "android", "Android over ADB"),
-        BackendSpec("policy", "explorer", "guimem.agents.explorer:ExplorerPolicy", None,
+        BackendSpec("env", "android", "guimem.envs.android:AndroidEnv.from_settings", "android", "Android over ADB"),
+        BackendSpec("policy", "explorer", "guimem.agents.explorer:ExplorerPolicy.from_settings", None,
                     "deterministic offline policy"),
-        BackendSpec("policy", "llm", "guimem.agents.llm:LLMPolicy", None, "OpenAI-compatible chat model"),
+        BackendSpec("policy", "llm", "guimem.agents.llm:LLMPolicy.from_settings", None, "OpenAI-compatible chat model"),
     ):
         reg.register(spec)
     return reg

@@ -7,6 +7,7 @@ import logging
 import typer
 
 from guimem import __version__
+from guimem.cli import run as run_cmd
 from guimem.cli.output import CliState, emit_json, state
 from guimem.harness.doctor import run_doctor
 
@@ -33,7 +34,8 @@ def main_options(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
 ) -> None:
     """Global options (put them before the sub-command: ``guimem --json doctor``)."""
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    level = logging.INFO if verbose else logging.WARNING
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     ctx.obj = CliState(json=json_output)
 
 
@@ -62,6 +64,10 @@ def doctor(
         st.console.print(table)
     if not report.ok:
         raise typer.Exit(1)
+
+
+app.command("run")(run_cmd.run)
+app.command("suites")(run_cmd.suites)
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -126,5 +127,5 @@ def run_doctor(settings: GuimemSettings, *, browser: bool = True) -> DoctorRepor
         _check("miniwob", True, "pip install 'guimem[miniwob]'", lambda: _optional("miniwob")),
     ]
     for module, extra in OPTIONAL_EXTRAS.items():
-        checks.append(_check(f"extra {extra}", False, f"pip install 'guimem[{extra}]'", lambda m=module: _optional(m)))
+        checks.append(_check(f"extra {extra}", False, f"pip install 'guimem[{extra}]'", partial(_optional, module)))
     return DoctorReport(ok=all(c.ok for c in checks if c.required), checks=checks)

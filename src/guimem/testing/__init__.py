@@ -3,9 +3,11 @@
 - `ScriptedLLM`: an in-process `LLMClient` that replays replies.
 - `ScriptedOpenAIServer`: a real HTTP server on loopback speaking the OpenAI chat/embeddings wire format.
 - `HashingEmbedder`: a deterministic embedder with no model (re-exported).
+- `FormEnv`: a scripted form app implementing `Env`; `check_env`: the env contract checker.
 """
 
 from guimem.embeddings.hashing import HashingEmbedder
+from guimem.testing.envs import FormEnv, check_env
 from guimem.testing.llm import ScriptedLLM, ScriptedOpenAIServer
 
-__all__ = ["HashingEmbedder", "ScriptedLLM", "ScriptedOpenAIServer"]
+__all__ = ["FormEnv", "HashingEmbedder", "ScriptedLLM", "ScriptedOpenAIServer", "check_env"]

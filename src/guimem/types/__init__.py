@@ -14,6 +14,7 @@ from guimem.types.episode import (
     Step,
     Task,
     Trajectory,
+    new_episode_id,
 )
 from guimem.types.files import (
     append_trajectory,
@@ -64,6 +65,7 @@ __all__ = [
     "fill",
     "iter_trajectories",
     "mask_text",
+    "new_episode_id",
     "normalise_text",
     "parse_trajectory_line",
     "placeholders",

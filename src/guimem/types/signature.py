@@ -34,10 +34,11 @@ def mask_text(text: str, masks: Iterable[str] = ()) -> str:
 def _element_token(el: UIElement, masks: list[str]) -> str | None:
     rid = f"#{mask_text(el.resource_id, masks)}" if el.resource_id else ""
     if el.editable:
-        return f"{el.role.value}{rid} [{mask_text(el.label, masks)}]"
+        filled = " =filled" if el.value else ""
+        return f"{el.role.value}{rid} [{mask_text(el.label, masks)}]{filled}"
     if el.role in (Role.CHECKBOX, Role.RADIO):
         return f"{el.role.value}{rid} [{mask_text(el.label or el.text, masks)}]"
-    if el.role in _STRUCTURAL_ROLES or el.clickable:
+    if el.role in _STRUCTURAL_ROLES or (el.clickable and el.role is not Role.TEXT):
         return f"{el.role.value}{rid} {mask_text(el.text or el.label, masks)}".rstrip()
     if rid and el.role is not Role.TEXT:
         return f"{el.role.value}{rid}"

@@ -139,7 +139,8 @@ class Selector(BaseModel):
     """A portable description of an element, resolved anew against each observation.
 
     Each field may hold ``{param}`` placeholders that are bound from task parameters. Fields left
-    empty do not constrain the match. ``nth`` picks among several matches in document order.
+    empty do not constrain the match. ``contains`` makes ``text`` match as a substring (a row whose
+    text includes a sender's name). ``nth`` picks among several matches in document order.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -148,6 +149,7 @@ class Selector(BaseModel):
     text: str = ""
     label: str = ""
     resource_id: str = ""
+    contains: bool = False
     nth: int | None = None
 
     @classmethod
@@ -184,9 +186,14 @@ class Selector(BaseModel):
         for el in observation.elements:
             if bound.role is not None and el.role is not bound.role:
                 continue
-            if all(normalise_text(getattr(el, attr)) == value for attr, value in want):
+            if all(self._field_matches(attr, normalise_text(getattr(el, attr)), value) for attr, value in want):
                 out.append(el)
         return out
+
+    def _field_matches(self, attr: str, have: str, want: str) -> bool:
+        if self.contains and attr == "text":
+            return want in have
+        return have == want
 
     def resolve(self, observation: Observation, params: dict[str, str] | None = None) -> Resolution:
         """Find the one element this selector names in ``observation``."""
@@ -207,4 +214,6 @@ class Selector(BaseModel):
         role = self.role.value if self.role else "element"
         name = self.label or self.text or (f"#{self.resource_id}" if self.resource_id else "")
         nth = f"[{self.nth}]" if self.nth is not None else ""
+        if self.contains and name:
+            name = f"*{name}*"
         return f'{role} "{name}"{nth}' if name else f"{role}{nth}"

@@ -1,0 +1,174 @@
+"""The ``explorer``: a deterministic, seeded, memory-aware offline policy (no model, no task rules).
+
+Each step it lists candidate actions from the screen (tap what is clickable, type task values into
+what is editable, press enter in a filled field), scores them by word overlap with the goal, and
+samples one with a seeded softmax. Memory acts only through structured behaviour: the next
+not-yet-done action of a recalled procedure, edge or skill is bound to the current screen and
+preferred; actions named by warnings and failed edges are avoided.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import zlib
+from dataclasses import dataclass
+
+from guimem.agents.base import Decision, PolicyInput
+from guimem.agents.lexical import overlap, words
+from guimem.settings import GuimemSettings
+from guimem.types import (
+    Action,
+    ActionKind,
+    Observation,
+    Role,
+    Task,
+    UIElement,
+)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One possible action with its score and the reason for it."""
+
+    action: Action
+    score: float
+    why: str
+
+
+def _key(action: Action) -> tuple[str, str | None, str | None]:
+    return (action.kind.value, action.ref, action.text if action.kind is ActionKind.TYPE else None)
+
+
+class ExplorerPolicy:
+    """Seeded softmax over lexically scored candidates, steered by recalled behaviour.
+
+    Args:
+        seed: Policy seed (combined with the task id and seed, so episodes are reproducible).
+        temperature: Softmax temperature; lower is greedier.
+        memory_bonus: Added to the candidate a recalled behaviour says to take next.
+        avoid_penalty: Subtracted from candidates a warning or failed edge names.
+        repeat_penalty: Subtracted from actions already taken this episode.
+    """
+
+    def __init__(self, seed: int = 0, temperature: float = 0.35, memory_bonus: float = 4.0,
+                 avoid_penalty: float = 6.0, repeat_penalty: float = 2.5) -> None:
+        self.seed = seed
+        self.temperature = temperature
+        self.memory_bonus = memory_bonus
+        self.avoid_penalty = avoid_penalty
+        self.repeat_penalty = repeat_penalty
+        self._rng = random.Random(seed)
+
+    @classmethod
+    def from_settings(cls, settings: GuimemSettings, seed: int = 0, **_: object) -> ExplorerPolicy:
+        """Build from the process settings (the explorer needs only its seed)."""
+        return cls(seed=seed)
+
+    @property
+    def name(self) -> str:
+        """``explorer``."""
+        return "explorer"
+
+    def reset(self, task: Task) -> None:
+        """Reseed from (policy seed, task id, task seed)."""
+        self._rng = random.Random(zlib.crc32(f"{self.seed}|{task.id}|{task.seed}".encode()))
+
+    def act(self, inp: PolicyInput) -> Decision:
+        """Score candidates, apply memory, sample one."""
+        cands = {(_key(c.action)): c for c in self._candidates(inp.task, inp.observation)}
+        done = {_key(s.action) for s in inp.history}
+        for k, c in list(cands.items()):
+            if k in done:
+                cands[k] = Candidate(c.action, c.score - self.repeat_penalty, c.why + ", repeated")
+        self._apply_memory(inp, cands, done)
+        if not cands:
+            return Decision(action=Action(kind=ActionKind.WAIT), thought="nothing to act on")
+        chosen = self._sample(list(cands.values()))
+        return Decision(action=chosen.action, thought=chosen.why, intent=chosen.why.split(",")[0])
+
+    def _candidates(self, task: Task, obs: Observation) -> list[Candidate]:
+        goal = words(task.goal) | {w for v in task.params.values() for w in words(v)}
+        param_values = {v.casefold().strip() for v in task.params.values()}
+        out: list[Candidate] = []
+        for el in obs.elements:
+            if not el.enabled:
+                continue
+            if el.editable:
+                out.extend(self._typing(task, el))
+                if not el.focused:
+                    out.append(Candidate(Action(kind=ActionKind.TAP, ref=el.ref), 0.1, f"focus {el.label or 'field'}"))
+                if el.value:
+                    out.append(Candidate(Action(kind=ActionKind.KEY, key="enter"), 0.3, "submit with enter"))
+            elif el.clickable:
+                name = " ".join(p for p in (el.text, el.label) if p)
+                score = 0.2 + 2.0 * overlap(name, goal)
+                if el.text.casefold().strip() in param_values or el.label.casefold().strip() in param_values:
+                    score += 1.5
+                if el.role is Role.TEXT:
+                    score -= 0.3
+                why = f"tap {el.role.value} {name[:30]!r}"
+                out.append(Candidate(Action(kind=ActionKind.TAP, ref=el.ref), score, why))
+        return out
+
+    def _typing(self, task: Task, el: UIElement) -> list[Candidate]:
+        field_words = words(" ".join((el.label, el.resource_id, el.text)))
+        out = []
+        for name, value in task.params.items():
+            if el.value == value:
+                continue
+            fit = 1.0 if words(name) & field_words else 0.0
+            out.append(Candidate(Action(kind=ActionKind.TYPE, ref=el.ref, text=value), 0.8 + 1.5 * fit,
+                                 f"type {name} into {el.label or el.resource_id or 'field'}"))
+        return out
+
+    def _apply_memory(self, inp: PolicyInput, cands: dict[tuple[str, str | None, str | None], Candidate],
+                      done: set[tuple[str, str | None, str | None]]) -> None:
+        for item in inp.injection.items:
+            actions = [a.bind(inp.task.params) for a in item.behaviour.actions]
+            if item.behaviour.avoid:
+                for a in actions:
+                    self._adjust(inp, cands, a, -self.avoid_penalty, f"avoid ({item.kind.value} {item.id})")
+            elif item.success is False:
+                if actions:
+                    self._adjust(inp, cands, actions[-1], -self.avoid_penalty, f"failed before ({item.id})")
+            else:
+                nxt = self._next_action(inp, actions, done)
+                if nxt is not None:
+                    self._adjust(inp, cands, nxt, self.memory_bonus * max(item.score, 0.5),
+                                 f"recalled {item.kind.value} {item.id}")
+
+    def _next_action(self, inp: PolicyInput, actions: list[Action],
+                     done: set[tuple[str, str | None, str | None]]) -> Action | None:
+        """The first action of a behaviour that resolves here and was not done yet."""
+        for a in actions:
+            concrete = self._concrete(inp.observation, a)
+            if concrete is None:
+                continue
+            if _key(concrete) in done:
+                continue
+            return a
+        return None
+
+    @staticmethod
+    def _concrete(obs: Observation, template: Action) -> Action | None:
+        if template.selector is None:
+            return template if template.kind in (ActionKind.KEY, ActionKind.SCROLL) else None
+        res = template.selector.resolve(obs)
+        if not res.ok or res.element is None:
+            return None
+        return template.model_copy(update={"ref": res.element.ref, "selector": None})
+
+    def _adjust(self, inp: PolicyInput, cands: dict[tuple[str, str | None, str | None], Candidate],
+                template: Action, delta: float, why: str) -> None:
+        concrete = self._concrete(inp.observation, template)
+        if concrete is None:
+            return
+        key = _key(concrete)
+        base = cands.get(key, Candidate(concrete, 0.0, concrete.describe()))
+        cands[key] = Candidate(base.action, base.score + delta, f"{base.why}, {why}")
+
+    def _sample(self, cands: list[Candidate]) -> Candidate:
+        top = max(c.score for c in cands)
+        weights = [math.exp((c.score - top) / self.temperature) for c in cands]
+        return self._rng.choices(cands, weights=weights, k=1)[0]

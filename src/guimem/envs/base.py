@@ -1,0 +1,110 @@
+"""The `Env` protocol every environment implements, and the step-limit wrapper.
+
+An environment is infrastructure: when the browser or device itself fails it raises `EnvError`;
+when an *action* fails (no such element, not editable, ...) it returns an `ActionError` value in the
+`Transition`, which the agent sees at its next step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from guimem.types import Action, ActionError, Observation, Outcome, Task
+
+
+@dataclass(frozen=True)
+class Transition:
+    """What one step produced.
+
+    Attributes:
+        observation: The screen after the action.
+        error: Why the action failed, or None.
+        done: True when the episode is over (the task ended, or a step limit was hit).
+    """
+
+    observation: Observation
+    error: ActionError | None = None
+    done: bool = False
+
+
+@runtime_checkable
+class Env(Protocol):
+    """A GUI environment: reset to a task, act, evaluate, close."""
+
+    @property
+    def name(self) -> str:
+        """The environment's identity (``miniwob``, ``android:<serial>``, ...)."""
+        ...
+
+    @property
+    def task(self) -> Task:
+        """The current task as instantiated by the last `reset` (goal and params filled in)."""
+        ...
+
+    def reset(self, task: Task) -> Observation:
+        """Start ``task`` (same id and seed give the same start) and return the first observation."""
+        ...
+
+    def step(self, action: Action) -> Transition:
+        """Perform one UI action."""
+        ...
+
+    def evaluate(self) -> Outcome:
+        """How the current episode went so far (final once `step` reported done)."""
+        ...
+
+    def close(self) -> None:
+        """Release the browser or device connection (idempotent)."""
+        ...
+
+
+class StepLimit:
+    """Wraps an env so that the episode ends after ``max_steps`` steps.
+
+    Args:
+        env: The wrapped environment.
+        max_steps: Steps allowed per episode.
+    """
+
+    def __init__(self, env: Env, max_steps: int) -> None:
+        self.env = env
+        self.max_steps = max_steps
+        self.steps = 0
+        self._ended = False
+
+    @property
+    def name(self) -> str:
+        """The wrapped env's name."""
+        return self.env.name
+
+    @property
+    def task(self) -> Task:
+        """The wrapped env's task."""
+        return self.env.task
+
+    def reset(self, task: Task) -> Observation:
+        """Reset the wrapped env and the counter."""
+        self.steps = 0
+        self._ended = False
+        return self.env.reset(task)
+
+    def step(self, action: Action) -> Transition:
+        """Step, and report done once the limit is reached."""
+        result = self.env.step(action)
+        self.steps += 1
+        if self.steps >= self.max_steps and not result.done:
+            self._ended = True
+            return Transition(result.observation, result.error, done=True)
+        return result
+
+    def evaluate(self) -> Outcome:
+        """The wrapped outcome; an unfinished episode cut by the limit fails with that reason."""
+        outcome = self.env.evaluate()
+        if self._ended and not outcome.success:
+            return Outcome(success=False, score=outcome.score, reason=f"step limit ({self.max_steps}) reached")
+        return outcome
+
+    def close(self) -> None:
+        """Close the wrapped env."""
+        self.env.close()

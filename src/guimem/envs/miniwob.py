@@ -1,0 +1,275 @@
+"""MiniWoB++ (the ``miniwob`` package's task pages) in Debian's headless Chromium.
+
+- One browser per env instance, reused across episodes and tasks; `close` quits it.
+- The in-page episode timer is lifted (tasks otherwise end themselves after 10 s).
+- Success is MiniWoB's *raw* reward reaching 1 (the time-scaled reward is not used); ``score`` is
+  the raw reward in [-1, 1].
+- Elements come from our own DOM snapshot (roles, labels from ``<label>``/placeholder/aria, ids),
+  with refs shared with MiniWoB's ``core.getDOMInfo`` so ``core.elementClick`` acts on them.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from guimem.envs.base import Transition
+from guimem.envs.browser import Browser, launch_chrome
+from guimem.errors import EnvError, MissingDependencyError, SuiteError
+from guimem.settings import BrowserSettings, GuimemSettings
+from guimem.types import (
+    Action,
+    ActionError,
+    ActionErrorCode,
+    ActionKind,
+    Bounds,
+    Observation,
+    Outcome,
+    Role,
+    Task,
+    UIElement,
+)
+
+log = logging.getLogger(__name__)
+
+KEYS = {
+    "enter": "<Enter>", "tab": "<Tab>", "backspace": "<Backspace>", "delete": "<Delete>", "space": "<Space>",
+    "up": "<ArrowUp>", "down": "<ArrowDown>", "left": "<ArrowLeft>", "right": "<ArrowRight>",
+    "pageup": "<PageUp>", "pagedown": "<PageDown>", "escape": "<Escape>", "home": "<Home>", "end": "<End>",
+}
+_QUOTED = re.compile(r"[\"“']([^\"”']{1,80})[\"”']")
+_TAP_JS = """
+var el = core.previousDOMInfo[arguments[0]];
+if (!el) return 'no element with ref ' + arguments[0];
+if (el.tagName === 'OPTION') {
+  var sel = el.parentElement.tagName === 'SELECT' ? el.parentElement : el.closest('select');
+  el.selected = true;
+  sel.dispatchEvent(new Event('input', {bubbles: true}));
+  sel.dispatchEvent(new Event('change', {bubbles: true}));
+  return true;
+}
+return core.elementClick(arguments[0]);
+"""
+_CLEAR_JS = """
+var el = core.previousDOMInfo[arguments[0]];
+if (!el) return 'no element with ref ' + arguments[0];
+if (!('value' in el)) return 'element is not editable';
+el.value = ''; return true;
+"""
+
+
+def miniwob_html_dir() -> Path:
+    """Where the ``miniwob`` package keeps its task pages."""
+    try:
+        return Path(str(resources.files("miniwob") / "html" / "miniwob"))
+    except ModuleNotFoundError as exc:
+        raise MissingDependencyError("miniwob", "miniwob") from exc
+
+
+def available_tasks() -> list[str]:
+    """Every MiniWoB++ task name the installed package ships."""
+    return sorted(p.stem for p in miniwob_html_dir().glob("*.html"))
+
+
+def _extract_fields(task_id: str, utterance: Any) -> tuple[str, dict[str, str]]:
+    if isinstance(utterance, dict):
+        return str(utterance.get("utterance", "")), {str(k): str(v) for k, v in utterance.get("fields", {}).items()}
+    text = str(utterance)
+    try:
+        from miniwob.fields import get_field_extractor
+
+        return text, {str(k): str(v) for k, v in get_field_extractor(task_id)(text)}
+    except (KeyError, ValueError):
+        return text, {f"q{i}": v for i, v in enumerate(_QUOTED.findall(text))}
+
+
+def _element(raw: dict[str, Any]) -> UIElement:
+    try:
+        role = Role(raw.get("role", "other"))
+    except ValueError:
+        role = Role.OTHER
+    b = raw.get("bounds") or {}
+    return UIElement(
+        ref=str(raw["ref"]), role=role, text=raw.get("text") or "", label=raw.get("label") or "",
+        resource_id=raw.get("resource_id") or "", value=raw.get("value"),
+        bounds=Bounds(x=b.get("x", 0), y=b.get("y", 0), w=b.get("w", 0), h=b.get("h", 0)),
+        clickable=bool(raw.get("clickable")), editable=bool(raw.get("editable")), checked=raw.get("checked"),
+        focused=bool(raw.get("focused")), enabled=bool(raw.get("enabled", True)), container=raw.get("container") or "",
+    )
+
+
+class MiniWoBEnv:
+    """MiniWoB++ tasks as an `Env`.
+
+    Args:
+        settings: Browser binaries and the per-step settle time.
+        screenshots_dir: When set, a PNG of every observation is written there.
+    """
+
+    def __init__(self, settings: BrowserSettings | None = None, screenshots_dir: Path | None = None) -> None:
+        self.settings = settings or BrowserSettings()
+        self.screenshots_dir = screenshots_dir
+        self._browser: Browser | None = None
+        self._page: str | None = None
+        self._task: Task | None = None
+        self._snapshot: dict[str, Any] = {}
+        self._obs_count = 0
+        self._html = miniwob_html_dir()
+
+    @classmethod
+    def from_settings(cls, settings: GuimemSettings, screenshots_dir: Path | None = None) -> MiniWoBEnv:
+        """Build from the process settings."""
+        return cls(settings.browser, screenshots_dir=screenshots_dir)
+
+    @property
+    def name(self) -> str:
+        """``miniwob``."""
+        return "miniwob"
+
+    @property
+    def task(self) -> Task:
+        """The current, instantiated task."""
+        if self._task is None:
+            raise EnvError("no episode has started: call reset(task) first")
+        return self._task
+
+    @property
+    def driver(self) -> Any:
+        """The Selenium driver (the browser starts on first use)."""
+        if self._browser is None or self._browser.closed:
+            self._browser = launch_chrome(self.settings)
+            self._page = None
+        return self._browser.driver
+
+    def _js(self, script: str, *args: Any) -> Any:
+        from selenium.common.exceptions import WebDriverException
+
+        try:
+            return self.driver.execute_script(script, *args)
+        except WebDriverException as exc:
+            raise EnvError(f"browser script failed: {exc.msg}") from exc
+
+    def _open(self, task_id: str) -> None:
+        page = self._html / f"{task_id}.html"
+        if not page.exists():
+            import difflib
+
+            close = difflib.get_close_matches(task_id, available_tasks(), n=3)
+            raise SuiteError(f"unknown MiniWoB task {task_id!r}",
+                             suggestion=f"did you mean {', '.join(close)}?" if close else "see `guimem suites`")
+        if self._page != task_id:
+            self.driver.get(page.as_uri())
+            self._wait_for("return typeof core !== 'undefined' && !!document.getElementById('sync-task-cover');")
+            self._page = task_id
+
+    def _wait_for(self, condition: str, timeout_s: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not self._js(condition):
+            if time.monotonic() > deadline:
+                raise EnvError(f"page did not get ready ({condition})")
+            time.sleep(0.02)
+
+    def reset(self, task: Task) -> Observation:
+        """Open the task page if needed, seed it, start an episode with the timer lifted."""
+        self._open(task.id)
+        self._js("if (WOB_DONE_GLOBAL === false && core.EP_TIMER !== null) { core.endEpisode(0); }")
+        self._js(f"Math.seedrandom({task.seed!r}); core.setDataMode('train');")
+        self._js("core.EPISODE_MAX_TIME = 1e9; core.startEpisodeReal();")
+        self._wait_for("return WOB_TASK_READY;")
+        goal, params = _extract_fields(task.id, self._js("return core.getUtterance();"))
+        self._task = task.model_copy(update={"goal": goal, "params": params, "app": "miniwob"})
+        return self._observe()
+
+    def _observe(self) -> Observation:
+        self._snapshot = self._js(_SNAPSHOT_JS)
+        shot = None
+        if self.screenshots_dir is not None:
+            self.screenshots_dir.mkdir(parents=True, exist_ok=True)
+            path = self.screenshots_dir / f"obs-{self._obs_count:05d}.png"
+            self.driver.save_screenshot(str(path))
+            shot = str(path)
+        self._obs_count += 1
+        elements = tuple(_element(raw) for raw in self._snapshot.get("elements", []))
+        return Observation(app="miniwob", location=self.task.id, elements=elements, screenshot=shot,
+                           timestamp=time.time())
+
+    def step(self, action: Action) -> Transition:
+        """Perform a UI action; failures come back as `ActionError`."""
+        if self._snapshot.get("done"):
+            err = ActionError(code=ActionErrorCode.ENV_REJECTED, message="the episode is over",
+                              action=action.describe())
+            return Transition(self._observe(), err, done=True)
+        error = self._perform(action)
+        if self.settings.step_wait_ms:
+            time.sleep(self.settings.step_wait_ms / 1000)
+        obs = self._observe()
+        return Transition(obs, error, done=bool(self._snapshot.get("done")))
+
+    def _perform(self, action: Action) -> ActionError | None:
+        kind = action.kind
+        if kind in (ActionKind.TAP, ActionKind.TYPE) and action.ref is None:
+            return ActionError(code=ActionErrorCode.INVALID_ACTION, message="MiniWoB actions need a ref",
+                               action=action.describe())
+        if kind is ActionKind.TAP:
+            return self._result(self._js(_TAP_JS, int(action.ref or 0)), action)
+        if kind is ActionKind.TYPE:
+            return self._type(action)
+        if kind is ActionKind.KEY:
+            return self._key(action)
+        if kind is ActionKind.SCROLL:
+            dy = {"up": -100, "down": 100}.get(action.direction or "down", 0)
+            self._js("window.scrollBy(0, arguments[0]); var a = document.getElementById('area');"
+                     "if (a) a.scrollTop += arguments[0];", dy)
+            return None
+        if kind is ActionKind.WAIT:
+            time.sleep(0.5)
+            return None
+        return ActionError(code=ActionErrorCode.UNSUPPORTED, message=f"MiniWoB has no {kind.value} action",
+                           action=action.describe())
+
+    def _result(self, result: Any, action: Action) -> ActionError | None:
+        if result is True:
+            return None
+        return ActionError(code=ActionErrorCode.NO_SUCH_ELEMENT, message=str(result), action=action.describe())
+
+    def _type(self, action: Action) -> ActionError | None:
+        from miniwob.selenium_actions import execute_type_text
+
+        ref = int(action.ref or 0)
+        err = self._result(self._js(_TAP_JS, ref), action) or self._result(self._js(_CLEAR_JS, ref), action)
+        if err is not None:
+            return err.model_copy(update={"code": ActionErrorCode.NOT_EDITABLE}) if "editable" in err.message else err
+        execute_type_text(action.text or "", self.driver)
+        return None
+
+    def _key(self, action: Action) -> ActionError | None:
+        from miniwob.selenium_actions import execute_press_key
+
+        name = (action.key or "").lower()
+        key = KEYS.get(name, action.key if len(action.key or "") == 1 else None)
+        if key is None:
+            return ActionError(code=ActionErrorCode.INVALID_ACTION, message=f"unknown key {action.key!r}",
+                               action=action.describe())
+        execute_press_key(key, self.driver)
+        return None
+
+    def evaluate(self) -> Outcome:
+        """Raw reward 1 is success; an episode that has not ended is not a success."""
+        snap = self._js("return {done: WOB_DONE_GLOBAL, raw: WOB_RAW_REWARD_GLOBAL, reason: WOB_REWARD_REASON};")
+        if not snap["done"]:
+            return Outcome(success=False, score=0.0, reason="episode did not end")
+        raw = float(snap["raw"] or 0.0)
+        return Outcome(success=raw >= 1.0 - 1e-9, score=raw, reason=str(snap["reason"] or ""))
+
+    def close(self) -> None:
+        """Quit the browser."""
+        if self._browser is not None:
+            self._browser.close()
+            self._browser = None
+
+
+_SNAPSHOT_JS = (Path(__file__).with_name("miniwob_snapshot.js")).read_text(encoding="utf-8")

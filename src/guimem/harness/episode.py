@@ -1,0 +1,148 @@
+"""The episode loop: observe → recall → act → step → record, with errors as data and teardown in finally."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from guimem.agents.base import Decision, Policy, PolicyInput
+from guimem.envs.base import Env, Transition
+from guimem.errors import EnvError
+from guimem.memory.base import Memory, NoMemory, RecallQuery
+from guimem.types import (
+    Action,
+    ActionError,
+    ActionErrorCode,
+    ActionKind,
+    Injection,
+    Observation,
+    Outcome,
+    Selector,
+    Step,
+    Task,
+    Trajectory,
+    new_episode_id,
+)
+
+log = logging.getLogger(__name__)
+SkillRunner = Callable[[Env, Action, Task, Observation], Transition]
+TERMINAL_KINDS = frozenset({ActionKind.DONE, ActionKind.ANSWER})
+
+
+@dataclass(frozen=True)
+class EpisodeSettings:
+    """How one episode runs.
+
+    Attributes:
+        max_steps: Steps allowed (the task's own ``max_steps`` wins when set).
+        crash_outcome_reason: Prefix for the outcome reason when the episode crashed.
+    """
+
+    max_steps: int = 15
+    crash_outcome_reason: str = "crashed"
+
+
+def _with_selector(action: Action, obs: Observation) -> Action:
+    """Attach the portable selector of the target, so memory never has to keep refs."""
+    if action.ref is None or action.selector is not None:
+        return action
+    el = obs.element(action.ref)
+    if el is None:
+        return action
+    return action.model_copy(update={"selector": Selector.for_element(el, obs)})
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 3)
+
+
+def run_episode(
+    env: Env,
+    policy: Policy,
+    task: Task,
+    memory: Memory | None = None,
+    settings: EpisodeSettings | None = None,
+    skill_runner: SkillRunner | None = None,
+) -> Trajectory:
+    """Run one episode and return its trajectory (a crash becomes a failed outcome, never lost).
+
+    Args:
+        env: The environment (not closed here: one env serves many episodes).
+        policy: The frozen agent.
+        task: The task to reset with.
+        memory: Asked at every step; ``none`` when absent.
+        settings: Step budget.
+        skill_runner: Executes ``run_skill`` actions; without one they fail as data.
+    """
+    memory = memory or NoMemory()
+    settings = settings or EpisodeSettings()
+    episode_id = new_episode_id()
+    started = time.time()
+    wall = time.perf_counter()
+    steps: list[Step] = []
+    final_obs: Observation | None = None
+    outcome: Outcome
+    try:
+        obs = env.reset(task)
+        task = env.task
+        policy.reset(task)
+        max_steps = task.max_steps or settings.max_steps
+        last_error: ActionError | None = None
+        for index in range(max_steps):
+            step, transition = _one_step(env, policy, memory, task, obs, tuple(steps), last_error, index,
+                                         episode_id, skill_runner)
+            steps.append(step)
+            if transition is None:  # answer / done: the agent ended the episode
+                break
+            obs, last_error = transition.observation, transition.error
+            if transition.done:
+                break
+        final_obs = obs
+        outcome = env.evaluate()
+    except EnvError as exc:
+        log.warning("episode %s on %s crashed: %s", episode_id, task.id, exc)
+        outcome = Outcome(success=False, score=0.0, reason=f"{settings.crash_outcome_reason}: {exc.message}")
+    return Trajectory(
+        episode_id=episode_id, task=task, steps=tuple(steps), final_observation=final_obs, outcome=outcome,
+        env=env.name, policy=policy.name, memory=memory.name, started_at=started, wall_ms=_ms(wall),
+    )
+
+
+def _one_step(
+    env: Env, policy: Policy, memory: Memory, task: Task, obs: Observation, history: tuple[Step, ...],
+    last_error: ActionError | None, index: int, episode_id: str, skill_runner: SkillRunner | None,
+) -> tuple[Step, Transition | None]:
+    timings: dict[str, float] = {}
+    t = time.perf_counter()
+    injection = memory.recall(RecallQuery(task=task, observation=obs, step=index, history=history,
+                                          episode_id=episode_id))
+    timings["recall"] = _ms(t)
+    injection = injection.model_copy(update={"latency_ms": timings["recall"]})
+    t = time.perf_counter()
+    decision: Decision = policy.act(PolicyInput(task=task, observation=obs, injection=injection, history=history,
+                                                last_error=last_error, step=index))
+    timings["policy"] = _ms(t)
+    action = _with_selector(decision.action, obs)
+    transition: Transition | None
+    t = time.perf_counter()
+    if action.kind in TERMINAL_KINDS:
+        transition = None
+    elif action.kind is ActionKind.MEMORY:  # context-only action: the screen does not change
+        transition = Transition(obs, decision.error)
+    elif action.kind is ActionKind.RUN_SKILL:
+        transition = skill_runner(env, action, task, obs) if skill_runner else Transition(obs, ActionError(
+            code=ActionErrorCode.UNSUPPORTED, message="no skill runner configured", action=action.describe()))
+    else:
+        transition = env.step(action)
+    timings["env"] = _ms(t)
+    error = decision.error or (transition.error if transition else None)
+    step = Step(index=index, observation=obs, action=action, thought=decision.thought, intent=decision.intent,
+                error=error, injection=injection, timings_ms=timings)
+    return step, transition
+
+
+def empty_injection() -> Injection:
+    """An injection with nothing in it (for callers that record steps without memory)."""
+    return Injection()

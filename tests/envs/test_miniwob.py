@@ -1,0 +1,108 @@
+"""MiniWoB++ in real headless Chromium (Debian's chromium + chromedriver, installed by `make setup`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from guimem.envs.miniwob import MiniWoBEnv, available_tasks
+from guimem.errors import SuiteError
+from guimem.testing import check_env
+from guimem.types import Action, ActionErrorCode, ActionKind, Role, Selector, Task
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def env():
+    e = MiniWoBEnv()
+    yield e
+    e.close()
+
+
+def task(name: str, seed: int = 1) -> Task:
+    return Task(id=name, goal="", app="miniwob", seed=seed)
+
+
+def tap(obs, **sel) -> Action:
+    el = Selector(**sel).resolve(obs).element
+    assert el is not None, f"{sel} not on screen: {[(e.role, e.text, e.label) for e in obs.elements]}"
+    return Action(kind=ActionKind.TAP, ref=el.ref)
+
+
+def test_miniwob_env_passes_the_env_contract():
+    env = MiniWoBEnv()
+    assert check_env(env, task("click-button")) == []
+
+
+def test_task_fields_become_params_and_the_goal(env):
+    env.reset(task("login-user", 3))
+    assert set(env.task.params) == {"username", "password"}
+    assert env.task.params["username"] in env.task.goal
+
+
+def test_same_seed_same_task_other_seed_other_values(env):
+    env.reset(task("login-user", 3))
+    first = dict(env.task.params)
+    env.reset(task("login-user", 3))
+    assert env.task.params == first
+    env.reset(task("login-user", 4))
+    assert env.task.params != first
+
+
+def test_login_user_succeeds_with_the_right_actions(env):
+    obs = env.reset(task("login-user", 5))
+    params = env.task.params
+    user = Selector(role=Role.TEXTBOX, resource_id="username").resolve(obs).element
+    pw = Selector(role=Role.TEXTBOX, resource_id="password").resolve(obs).element
+    assert not env.step(Action(kind=ActionKind.TYPE, ref=user.ref, text=params["username"])).done
+    result = env.step(Action(kind=ActionKind.TYPE, ref=pw.ref, text=params["password"]))
+    assert result.observation.element(pw.ref).value == params["password"]
+    result = env.step(tap(result.observation, role=Role.BUTTON, text="Login"))
+    assert result.done
+    outcome = env.evaluate()
+    assert outcome.success and outcome.score == 1.0
+
+
+def test_wrong_submission_is_a_failure_with_negative_score(env):
+    obs = env.reset(task("login-user", 5))
+    assert env.step(tap(obs, role=Role.BUTTON, text="Login")).done
+    outcome = env.evaluate()
+    assert not outcome.success and outcome.score < 0
+
+
+def test_select_an_option_from_a_list(env):
+    obs = env.reset(task("choose-list", 2))
+    target = env.task.params["target"]
+    obs = env.step(tap(obs, role=Role.OPTION, text=target)).observation
+    env.step(tap(obs, role=Role.BUTTON, text="Submit"))
+    assert env.evaluate().success
+
+
+def test_the_in_page_timer_is_lifted(env):
+    env.reset(task("click-button"))
+    assert env.driver.execute_script("return core.EPISODE_MAX_TIME;") >= 1e8
+
+
+def test_bad_ref_and_unknown_key_are_action_errors(env):
+    env.reset(task("click-button"))
+    assert env.step(Action(kind=ActionKind.TAP, ref="987654")).error.code is ActionErrorCode.NO_SUCH_ELEMENT
+    assert env.step(Action(kind=ActionKind.KEY, key="hyperspace")).error.code is ActionErrorCode.INVALID_ACTION
+
+
+def test_unknown_task_suggests_close_names(env):
+    with pytest.raises(SuiteError, match="did you mean click-test-2"):
+        env.reset(task("click-tst-2"))
+
+
+def test_screenshots_are_written_when_asked(tmp_path):
+    env = MiniWoBEnv(screenshots_dir=tmp_path)
+    try:
+        obs = env.reset(task("click-test-2"))
+    finally:
+        env.close()
+    assert obs.screenshot and (tmp_path / "obs-00000.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_available_tasks_lists_the_package_pages():
+    names = available_tasks()
+    assert "login-user" in names and "email-inbox" in names and len(names) > 100
