@@ -3,11 +3,13 @@
 - `ScriptedLLM`: an in-process `LLMClient` that replays replies.
 - `ScriptedOpenAIServer`: a real HTTP server on loopback speaking the OpenAI chat/embeddings wire format.
 - `HashingEmbedder`: a deterministic embedder with no model (re-exported).
+- `FakeAdbDevice`: a fake Android device that replays uiautomator dumps and records shell commands.
 - `FormEnv`: a scripted form app implementing `Env`; `check_env`: the env contract checker.
 """
 
 from guimem.embeddings.hashing import HashingEmbedder
+from guimem.testing.android import FakeAdbDevice
 from guimem.testing.envs import FormEnv, check_env
 from guimem.testing.llm import ScriptedLLM, ScriptedOpenAIServer
 
-__all__ = ["FormEnv", "HashingEmbedder", "ScriptedLLM", "ScriptedOpenAIServer", "check_env"]
+__all__ = ["FakeAdbDevice", "FormEnv", "HashingEmbedder", "ScriptedLLM", "ScriptedOpenAIServer", "check_env"]
