@@ -69,7 +69,7 @@ def test_skill_runner_is_called_for_run_skill():
 
     def runner(env, action, task, obs):
         calls.append(action.skill)
-        return Transition(obs, None, done=True)
+        return Transition(obs, None, done=True), ()
 
     class SkillPolicy(ExplorerPolicy):
         def act(self, inp):

@@ -20,10 +20,13 @@ from guimem.settings import GuimemSettings
 from guimem.types import (
     Action,
     ActionKind,
+    InjectedItem,
+    ItemKind,
     Observation,
     Role,
     Task,
     UIElement,
+    placeholders,
 )
 
 
@@ -36,8 +39,34 @@ class Candidate:
     why: str
 
 
-def _key(action: Action) -> tuple[str, str | None, str | None]:
+CandKey = tuple[str, str | None, str | None]
+
+
+def _key(action: Action) -> CandKey:
+    if action.kind is ActionKind.RUN_SKILL:
+        return (action.kind.value, action.skill, None)
     return (action.kind.value, action.ref, action.text if action.kind is ActionKind.TYPE else None)
+
+
+Avoid = tuple[Action, tuple[Action, ...] | None, str]
+
+
+def _warned(item: InjectedItem, actions: list[Action]) -> list[Avoid] | None:
+    """What an item says to avoid, or None.
+
+    A warning's actions are avoided outright. A failed edge's *last* action is avoided only when
+    the episode so far is exactly the edge's prefix, i.e. the agent is about to repeat what failed.
+    """
+    if actions and item.behaviour.avoid:
+        return [(a, None, f"avoid ({item.kind.value} {item.id})") for a in actions]
+    if actions and item.success is False:
+        return [(actions[-1], tuple(actions[:-1]), f"failed before ({item.id})")]
+    return None
+
+
+def _placeholders(action: Action) -> list[str]:
+    names = action.selector.params() if action.selector else []
+    return names + (placeholders(action.text) if action.text else [])
 
 
 class ExplorerPolicy:
@@ -77,7 +106,7 @@ class ExplorerPolicy:
     def act(self, inp: PolicyInput) -> Decision:
         """Score candidates, apply memory, sample one."""
         cands = {(_key(c.action)): c for c in self._candidates(inp.task, inp.observation)}
-        done = {_key(s.action) for s in inp.history}
+        done = {_key(a) for s in inp.history for a in (s.performed or (s.action,))}
         for k, c in list(cands.items()):
             if k in done:
                 cands[k] = Candidate(c.action, c.score - self.repeat_penalty, c.why + ", repeated")
@@ -122,33 +151,67 @@ class ExplorerPolicy:
                                  f"type {name} into {el.label or el.resource_id or 'field'}"))
         return out
 
-    def _apply_memory(self, inp: PolicyInput, cands: dict[tuple[str, str | None, str | None], Candidate],
-                      done: set[tuple[str, str | None, str | None]]) -> None:
+    def _apply_memory(self, inp: PolicyInput, cands: dict[CandKey, Candidate], done: set[CandKey]) -> None:
+        """Prefer what recalled successes say to do next; avoid what warnings and failures name.
+
+        A failure record names an action that failed *from where it was taken*; when a successful
+        behaviour that is already under way says to take that action now, the success wins.
+        """
+        avoid: list[Avoid] = []
+        under_way: set[CandKey] = set()
         for item in inp.injection.items:
             actions = [a.bind(inp.task.params) for a in item.behaviour.actions]
-            if item.behaviour.avoid:
-                for a in actions:
-                    self._adjust(inp, cands, a, -self.avoid_penalty, f"avoid ({item.kind.value} {item.id})")
-            elif item.success is False:
-                if actions:
-                    self._adjust(inp, cands, actions[-1], -self.avoid_penalty, f"failed before ({item.id})")
-            else:
-                nxt = self._next_action(inp, actions, done)
-                if nxt is not None:
-                    self._adjust(inp, cands, nxt, self.memory_bonus * max(item.score, 0.5),
-                                 f"recalled {item.kind.value} {item.id}")
+            warned = _warned(item, actions)
+            if warned is not None:
+                avoid += warned
+            elif actions and (item.success is True or item.kind is not ItemKind.EDGE):
+                progress, nxt = self._next_action(inp.observation, actions, done)
+                if nxt is None:
+                    continue
+                bonus = self.memory_bonus * max(item.score, 0.5)
+                if item.kind is ItemKind.SKILL and progress == 0 and item.name:
+                    self._offer_skill(inp, cands, item, bonus)
+                    continue
+                key = self._adjust(inp.observation, cands, nxt, bonus, f"recalled {item.kind.value} {item.id}")
+                if progress > 0 and key is not None:
+                    under_way.add(key)
+        for template, prefix, why in avoid:
+            concrete = self._concrete(inp.observation, template)
+            if concrete is None or _key(concrete) in under_way:
+                continue
+            if prefix is not None and not self._repeats(inp.observation, prefix, done):
+                continue
+            self._adjust(inp.observation, cands, template, -self.avoid_penalty, why)
 
-    def _next_action(self, inp: PolicyInput, actions: list[Action],
-                     done: set[tuple[str, str | None, str | None]]) -> Action | None:
-        """The first action of a behaviour that resolves here and was not done yet."""
-        for a in actions:
-            concrete = self._concrete(inp.observation, a)
+    def _offer_skill(self, inp: PolicyInput, cands: dict[CandKey, Candidate], item: InjectedItem,
+                     bonus: float) -> None:
+        names = {p for a in item.behaviour.actions for p in _placeholders(a)}
+        if not names <= set(inp.task.params):
+            return
+        action = Action(kind=ActionKind.RUN_SKILL, skill=item.name, args={n: inp.task.params[n] for n in sorted(names)})
+        cands[_key(action)] = Candidate(action, bonus + 0.5, f"run skill {item.name}")
+
+    def _repeats(self, obs: Observation, prefix: tuple[Action, ...], done: set[CandKey]) -> bool:
+        """True when what was done so far is exactly ``prefix``."""
+        keys = set()
+        for a in prefix:
+            concrete = self._concrete(obs, a)
             if concrete is None:
+                return False
+            keys.add(_key(concrete))
+        return keys == done
+
+    def _next_action(self, obs: Observation, actions: list[Action], done: set[CandKey]) -> tuple[int, Action | None]:
+        """(how many of the behaviour's actions are done, the first one not done that resolves here)."""
+        progress = 0
+        for a in actions:
+            concrete = self._concrete(obs, a)
+            if concrete is not None and _key(concrete) in done:
+                progress += 1
                 continue
-            if _key(concrete) in done:
-                continue
-            return a
-        return None
+            if concrete is not None:
+                return progress, a
+        return progress, None
 
     @staticmethod
     def _concrete(obs: Observation, template: Action) -> Action | None:
@@ -159,14 +222,15 @@ class ExplorerPolicy:
             return None
         return template.model_copy(update={"ref": res.element.ref, "selector": None})
 
-    def _adjust(self, inp: PolicyInput, cands: dict[tuple[str, str | None, str | None], Candidate],
-                template: Action, delta: float, why: str) -> None:
-        concrete = self._concrete(inp.observation, template)
+    def _adjust(self, obs: Observation, cands: dict[CandKey, Candidate], template: Action, delta: float,
+                why: str) -> CandKey | None:
+        concrete = self._concrete(obs, template)
         if concrete is None:
-            return
+            return None
         key = _key(concrete)
         base = cands.get(key, Candidate(concrete, 0.0, concrete.describe()))
         cands[key] = Candidate(base.action, base.score + delta, f"{base.why}, {why}")
+        return key
 
     def _sample(self, cands: list[Candidate]) -> Candidate:
         top = max(c.score for c in cands)

@@ -27,7 +27,7 @@ from guimem.types import (
 )
 
 log = logging.getLogger(__name__)
-SkillRunner = Callable[[Env, Action, Task, Observation], Transition]
+SkillRunner = Callable[[Env, Action, Task, Observation], tuple[Transition, tuple[Action, ...]]]
 TERMINAL_KINDS = frozenset({ActionKind.DONE, ActionKind.ANSWER})
 
 
@@ -126,20 +126,23 @@ def _one_step(
     timings["policy"] = _ms(t)
     action = _with_selector(decision.action, obs)
     transition: Transition | None
+    performed: tuple[Action, ...] = ()
     t = time.perf_counter()
     if action.kind in TERMINAL_KINDS:
         transition = None
     elif action.kind is ActionKind.MEMORY:  # context-only action: the screen does not change
         transition = Transition(obs, decision.error)
+    elif action.kind is ActionKind.RUN_SKILL and skill_runner is not None:
+        transition, performed = skill_runner(env, action, task, obs)
     elif action.kind is ActionKind.RUN_SKILL:
-        transition = skill_runner(env, action, task, obs) if skill_runner else Transition(obs, ActionError(
-            code=ActionErrorCode.UNSUPPORTED, message="no skill runner configured", action=action.describe()))
+        transition = Transition(obs, ActionError(code=ActionErrorCode.UNSUPPORTED, message="no skill runner configured",
+                                                 action=action.describe()))
     else:
         transition = env.step(action)
     timings["env"] = _ms(t)
     error = decision.error or (transition.error if transition else None)
     step = Step(index=index, observation=obs, action=action, thought=decision.thought, intent=decision.intent,
-                error=error, injection=injection, timings_ms=timings)
+                error=error, injection=injection, timings_ms=timings, performed=performed)
     return step, transition
 
 

@@ -78,7 +78,8 @@ class Injection(BaseModel):
     """Everything memory put in front of the agent at one step.
 
     ``abstained`` is true when memory had candidates but none was compatible with the task, so
-    nothing was injected on purpose (recorded, not silent).
+    nothing was injected on purpose (recorded, not silent). ``withheld`` lists candidate items kept
+    back from this episode as its matched *control* (STEER trials).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -88,6 +89,7 @@ class Injection(BaseModel):
     text: str = ""
     tokens: int = 0
     abstained: bool = False
+    withheld: tuple[str, ...] = ()
     note: str = ""
     latency_ms: float = 0.0
 
@@ -98,7 +100,11 @@ class Injection(BaseModel):
 
 
 class Step(BaseModel):
-    """One step of an episode: what was seen, what memory showed, what was done, what went wrong."""
+    """One step of an episode: what was seen, what memory showed, what was done, what went wrong.
+
+    ``performed`` lists the primitive actions a ``run_skill`` step executed (empty otherwise), so
+    learning can see through skills.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -110,6 +116,7 @@ class Step(BaseModel):
     error: ActionError | None = None
     injection: Injection = Field(default_factory=Injection)
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    performed: tuple[Action, ...] = ()
 
 
 def new_episode_id() -> str:

@@ -31,10 +31,10 @@ def mask_text(text: str, masks: Iterable[str] = ()) -> str:
     return out[:_MAX_TEXT]
 
 
-def _element_token(el: UIElement, masks: list[str]) -> str | None:
+def _element_token(el: UIElement, masks: list[str], state: bool = True) -> str | None:
     rid = f"#{mask_text(el.resource_id, masks)}" if el.resource_id else ""
     if el.editable:
-        filled = " =filled" if el.value else ""
+        filled = " =filled" if el.value and state else ""
         return f"{el.role.value}{rid} [{mask_text(el.label, masks)}]{filled}"
     if el.role in (Role.CHECKBOX, Role.RADIO):
         return f"{el.role.value}{rid} [{mask_text(el.label or el.text, masks)}]"
@@ -45,12 +45,14 @@ def _element_token(el: UIElement, masks: list[str]) -> str | None:
     return None
 
 
-def screen_signature(observation: Observation, masks: Iterable[str] = ()) -> str:
+def screen_signature(observation: Observation, masks: Iterable[str] = (), state: bool = True) -> str:
     """The masked text that identifies ``observation``'s screen.
 
     Args:
         observation: The screen.
         masks: Volatile strings to hide (task parameter values, quoted goal substrings).
+        state: Include whether fields are filled (False gives the coarser "same screen" signature
+            used to segment trajectories).
 
     Returns:
         One line for the app and location, then one line per structural element.
@@ -60,7 +62,7 @@ def screen_signature(observation: Observation, masks: Iterable[str] = ()) -> str
     seen_last = None
     count = 0
     for el in observation.elements:
-        token = _element_token(el, mask_list)
+        token = _element_token(el, mask_list, state)
         if token is None or token == seen_last:
             continue
         lines.append(token)

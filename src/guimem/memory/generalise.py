@@ -1,0 +1,112 @@
+"""From recorded actions to reusable templates: task values become ``{param}`` placeholders.
+
+Memory never stores refs. A recorded action carries a selector (attached by the episode loop);
+literals that equal a task parameter (or a quoted goal substring) are replaced by the parameter's
+name, so a behaviour learned on one seed binds to the values of another.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from guimem.types import Action, ActionKind, Observation, Selector, Step, Task, Trajectory, screen_signature
+
+_QUOTED = re.compile(r"[\"“]([^\"”]{1,80})[\"”]")
+MIN_CONTAINED = 3
+
+
+def task_values(task: Task) -> dict[str, str]:
+    """Parameter name → value: the task's params, then quoted goal substrings not already covered."""
+    values = {k: v for k, v in task.params.items() if v}
+    known = set(values.values())
+    for i, quoted in enumerate(_QUOTED.findall(task.goal)):
+        if quoted not in known:
+            values[f"quoted{i}"] = quoted
+            known.add(quoted)
+    return values
+
+
+def state_masks(task: Task) -> list[str]:
+    """Values to mask when computing a screen signature for ``task``."""
+    return list(task_values(task).values())
+
+
+def state_text(obs: Observation, task: Task, state: bool = True) -> str:
+    """The signature a memory embeds for a screen of ``task``."""
+    return screen_signature(obs, state_masks(task), state=state)
+
+
+def _general(value: str, values: dict[str, str]) -> tuple[str, bool]:
+    """``value`` with a task value replaced: (template, whether it matched only as a substring)."""
+    norm = value.strip().casefold()
+    for name, v in sorted(values.items(), key=lambda kv: -len(kv[1])):
+        if norm == v.strip().casefold():
+            return "{" + name + "}", False
+    for name, v in sorted(values.items(), key=lambda kv: -len(kv[1])):
+        if len(v.strip()) >= MIN_CONTAINED and v.strip().casefold() in norm:
+            return "{" + name + "}", True
+    return value, False
+
+
+def generalise_selector(sel: Selector, values: dict[str, str]) -> Selector:
+    """Replace task values in a selector's text, label and id by placeholders."""
+    text, contains = _general(sel.text, values) if sel.text else ("", False)
+    label, _ = _general(sel.label, values) if sel.label else ("", False)
+    rid = sel.resource_id
+    if rid and _general(rid, values)[0] != rid and not _general(rid, values)[1]:
+        rid = _general(rid, values)[0]
+    nth = None if (text != sel.text or label != sel.label) else sel.nth
+    return sel.model_copy(update={"text": text, "label": label, "resource_id": rid, "contains": contains, "nth": nth})
+
+
+def generalise_action(action: Action, task: Task) -> Action:
+    """A ref-free template of ``action`` with task values as placeholders."""
+    values = task_values(task)
+    update: dict[str, object] = {"ref": None}
+    if action.selector is not None:
+        update["selector"] = generalise_selector(action.selector, values)
+    if action.text is not None and action.kind is ActionKind.TYPE:
+        update["text"] = _general(action.text, values)[0] if not _general(action.text, values)[1] else action.text
+    return action.model_copy(update=update)
+
+
+def template_key(actions: tuple[Action, ...] | list[Action]) -> str:
+    """A canonical string identifying a sequence of templates (for merging identical ones)."""
+    return json.dumps([a.model_dump(mode="json", exclude_none=True, exclude_defaults=True) for a in actions],
+                      sort_keys=True)
+
+
+@dataclass(frozen=True)
+class Performed:
+    """One primitive UI action as it was performed, with the screen before it and after it."""
+
+    step: int
+    action: Action
+    before: Observation
+    after: Observation
+    failed: bool
+
+
+def performed_actions(traj: Trajectory) -> list[Performed]:
+    """The primitive UI actions of a trajectory in order (``run_skill`` steps expanded)."""
+    obs_after = [s.observation for s in traj.steps[1:]] + [traj.final_observation or traj.steps[-1].observation] \
+        if traj.steps else []
+    out: list[Performed] = []
+    for step, after in zip(traj.steps, obs_after, strict=True):
+        actions: tuple[Action, ...] = step.performed if step.action.kind is ActionKind.RUN_SKILL else (step.action,)
+        for a in actions:
+            if a.is_ui and a.kind is not ActionKind.RUN_SKILL:
+                out.append(Performed(step.index, a, step.observation, after, step.error is not None))
+    return out
+
+
+def describe_templates(actions: tuple[Action, ...] | list[Action]) -> str:
+    """Readable one-line description of a template sequence."""
+    return "; ".join(a.describe() for a in actions)
+
+
+def history_keys(history: tuple[Step, ...]) -> set[str]:
+    """Template keys of what was already done (to tell where a behaviour stands)."""
+    return {template_key([s.action]) for s in history}

@@ -1,0 +1,58 @@
+"""What every memory method is built with: a store, an embedder, a token counter, optional LLM."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from guimem.embeddings import Embedder, EmbedRole
+from guimem.llm import LLMClient
+from guimem.memory.generalise import state_text
+from guimem.storage import Store
+from guimem.tokens import TokenCounter
+from guimem.types import InjectedItem, Injection, Observation, Task
+
+
+@dataclass
+class MemoryKit:
+    """Shared dependencies of memory methods.
+
+    Attributes:
+        store: Where items and events live.
+        embedder: Text embedder (states, intents, descriptions, goals).
+        counter: Token counter for injected text.
+        namespace: The store namespace this memory owns.
+        llm: A model for ``llm`` extractors, when configured.
+        vector_index: Vector index backend name (``exact`` or ``hnsw``).
+    """
+
+    store: Store
+    embedder: Embedder
+    counter: TokenCounter
+    namespace: str
+    llm: LLMClient | None = None
+    vector_index: str = "exact"
+
+    def embed_state(self, obs: Observation, task: Task) -> NDArray[np.float32]:
+        """The embedding of a screen (masked signature, symmetric ``query:`` role)."""
+        vec: NDArray[np.float32] = self.embedder.embed([state_text(obs, task)], EmbedRole.QUERY)[0]
+        return vec
+
+    def embed_text(self, text: str, role: EmbedRole = EmbedRole.QUERY) -> NDArray[np.float32]:
+        """The embedding of one text."""
+        vec: NDArray[np.float32] = self.embedder.embed([text], role)[0]
+        return vec
+
+    def injection(self, method: str, title: str, items: list[InjectedItem], *, abstained: bool = False,
+                  note: str = "", withheld: tuple[str, ...] = ()) -> Injection:
+        """Render items into one text block and count its tokens."""
+        text = render_block(title, items) if items else ""
+        return Injection(method=method, items=tuple(items), text=text, tokens=self.counter.count(text),
+                         abstained=abstained, note=note, withheld=withheld)
+
+
+def render_block(title: str, items: list[InjectedItem]) -> str:
+    """``title`` then one line per item (its own text, already rendered)."""
+    return "\n".join([title, *(f"- {item.text}" for item in items)])

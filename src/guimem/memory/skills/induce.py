@@ -1,0 +1,87 @@
+"""Induction: sliding windows of length 2–5 over a successful trajectory's actions become skills."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from pydantic import BaseModel
+
+from guimem.memory.generalise import (
+    Performed,
+    generalise_action,
+    performed_actions,
+    state_masks,
+    state_text,
+    template_key,
+)
+from guimem.memory.skills.program import SkillProgram
+from guimem.types import Action, Trajectory, mask_text
+
+WINDOW_LENGTHS = (2, 3, 4, 5)
+_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+class SkillSource(BaseModel):
+    """Where a skill came from, enough to replay it for verification."""
+
+    task: str
+    seed: int
+    episode_id: str
+    params: dict[str, str]
+    prefix: tuple[Action, ...]
+    expected_state: str
+    ends_episode: bool
+
+
+class Candidate(BaseModel):
+    """An induced skill before it is stored."""
+
+    key: str
+    name: str
+    description: str
+    program: SkillProgram
+    source: SkillSource
+
+
+def _slug(actions: tuple[Action, ...]) -> str:
+    parts = []
+    for a in actions:
+        target = ""
+        if a.selector is not None:
+            target = a.selector.label or a.selector.text or a.selector.resource_id
+        parts.append(f"{a.kind.value}_{target}")
+    return _SLUG.sub("_", "_".join(parts).lower().replace("{", "").replace("}", "")).strip("_")[:48]
+
+
+def describe(program: SkillProgram, traj: Trajectory, first: Performed) -> str:
+    """An offline description: what the steps do, on which screen, for which kind of goal."""
+    steps = "; ".join(a.describe() for a in program.steps)
+    goal = mask_text(traj.task.goal, state_masks(traj.task))
+    return f"{steps}. Screen: {first.before.app} {first.before.location}. For goals like: {goal}"
+
+
+def induce(traj: Trajectory, lengths: tuple[int, ...] = WINDOW_LENGTHS) -> list[Candidate]:
+    """Every window of a *successful* trajectory (windows with a failed action are skipped)."""
+    if not traj.outcome.success:
+        return []
+    performed = performed_actions(traj)
+    out: list[Candidate] = []
+    for length in lengths:
+        for start in range(0, len(performed) - length + 1):
+            window = performed[start:start + length]
+            if any(p.failed for p in window):
+                continue
+            steps = tuple(generalise_action(p.action, traj.task) for p in window)
+            program = SkillProgram.from_templates(steps)
+            key = template_key(steps)
+            digest = hashlib.sha1(key.encode()).hexdigest()[:6]
+            source = SkillSource(
+                task=traj.task.id, seed=traj.task.seed, episode_id=traj.episode_id, params=dict(traj.task.params),
+                prefix=tuple(p.action for p in performed[:start]),
+                expected_state=state_text(window[-1].after, traj.task),
+                ends_episode=start + length == len(performed),
+            )
+            out.append(Candidate(key=key, name=f"{_slug(steps)}_{digest}", description=describe(program, traj,
+                                 window[0]), program=program, source=source))
+    return out

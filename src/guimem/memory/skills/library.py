@@ -1,0 +1,206 @@
+"""The ``skills`` memory: induce, verify, store; recall at every step by relevance + MMR; run on request.
+
+Recall score (SGDR): ``α·sim(state, d) + (1−α)·sim(goal, d)``. Because both terms are dot products
+with the description vector ``d``, the score is one search with the query ``α·s + (1−α)·g``; the
+top ``max(3K, 20)`` form the pool, and MMR (λ = 0.7) picks K = 5 of them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+from pydantic import BaseModel
+
+from guimem.embeddings import EmbedRole
+from guimem.envs.base import Env, Transition
+from guimem.memory.base import LearnReport, RecallQuery
+from guimem.memory.kit import MemoryKit
+from guimem.memory.skills.induce import WINDOW_LENGTHS, SkillSource, induce
+from guimem.memory.skills.program import SkillProgram, execute
+from guimem.memory.skills.verify import verify
+from guimem.storage import Record, new_id
+from guimem.storage.base import EventDraft, pack_vector
+from guimem.types import (
+    Action,
+    ActionError,
+    ActionErrorCode,
+    Behaviour,
+    InjectedItem,
+    Injection,
+    ItemKind,
+    Observation,
+    Task,
+    Trajectory,
+)
+from guimem.vectors import VectorIndex, create_index
+
+log = logging.getLogger(__name__)
+SkillStatus = Literal["verified", "unverified", "rejected"]
+
+
+class SkillSettings(BaseModel):
+    """SGDR parameters (paper defaults; the authors' code uses α = 0.6 for the state term)."""
+
+    alpha: float = 0.5
+    k: int = 5
+    mmr_lambda: float = 0.7
+    pool_min: int = 20
+    lengths: tuple[int, ...] = WINDOW_LENGTHS
+    verify: bool = True
+    recall_unverified: bool = False
+
+
+class SkillBody(BaseModel):
+    """A stored skill."""
+
+    name: str
+    description: str
+    program: SkillProgram
+    source: SkillSource
+    key: str
+    support: int = 1
+    verdict: str = ""
+
+
+def mmr(query_scores: NDArray[np.float32], vectors: NDArray[np.float32], k: int, lam: float) -> list[int]:
+    """Maximal marginal relevance: indices of ``k`` items balancing relevance and novelty."""
+    chosen: list[int] = []
+    rest = list(range(len(query_scores)))
+    sims = vectors @ vectors.T
+    while rest and len(chosen) < k:
+        best = max(rest, key=lambda i: lam * query_scores[i] - (1 - lam) * max((sims[i, j] for j in chosen),
+                                                                              default=0.0))
+        chosen.append(best)
+        rest.remove(best)
+    return chosen
+
+
+class SkillMemory:
+    """The ``skills`` memory method.
+
+    Args:
+        kit: Store, embedder, counter, namespace.
+        settings: SGDR parameters.
+        env_factory: Gives an env to verify new skills by replay; without one they stay unverified.
+    """
+
+    def __init__(self, kit: MemoryKit, settings: SkillSettings | None = None,
+                 env_factory: Callable[[], Env] | None = None) -> None:
+        self.kit = kit
+        self.settings = settings or SkillSettings()
+        self.env_factory = env_factory
+        self._index: VectorIndex = create_index(kit.vector_index, kit.embedder.dim)
+        self._skills: dict[str, tuple[str, SkillBody, str]] = {}
+        self._by_key: dict[str, str] = {}
+        self._vectors: dict[str, NDArray[np.float32]] = {}
+        for rec in kit.store.query(kit.namespace, "skill"):
+            self._remember(rec.id, SkillBody.model_validate_json(rec.body), rec.status, rec.vector_array())
+
+    @property
+    def name(self) -> str:
+        """``skills``."""
+        return "skills"
+
+    def _recallable(self, status: str) -> bool:
+        return status == "verified" or (status == "unverified" and self.settings.recall_unverified)
+
+    def _remember(self, skill_id: str, body: SkillBody, status: str, vec: NDArray[np.float32] | None) -> None:
+        self._skills[body.name] = (skill_id, body, status)
+        self._by_key[body.key] = skill_id
+        if vec is not None:
+            self._vectors[skill_id] = vec
+            if self._recallable(status):
+                self._index.add([skill_id], vec[None, :])
+            else:
+                self._index.remove([skill_id])
+
+    def _status_for(self, body: SkillBody) -> tuple[SkillStatus, str]:
+        if not self.settings.verify or self.env_factory is None:
+            return "unverified", "no environment to replay in"
+        verdict = verify(self.env_factory(), body.program, body.source)
+        return ("verified" if verdict.ok else "rejected"), verdict.reason
+
+    def learn(self, trajectory: Trajectory) -> LearnReport:
+        """Induce skills from a successful trajectory; merge identical programs; verify new ones."""
+        report = LearnReport()
+        for cand in induce(trajectory, self.settings.lengths):
+            existing = self._by_key.get(cand.key)
+            if existing is not None:
+                rec = self.kit.store.get(existing)
+                body = SkillBody.model_validate_json(rec.body)
+                body = body.model_copy(update={"support": body.support + 1})
+                self.kit.store.put(Record(existing, "skill", self.kit.namespace, rec.status, body.model_dump_json(),
+                                          rec.vector),
+                                   EventDraft("merged", existing, self.kit.namespace,
+                                              json.dumps({"episode": trajectory.episode_id})))
+                self._remember(existing, body, rec.status, rec.vector_array())
+                report.merged += 1
+                continue
+            body = SkillBody(name=cand.name, description=cand.description, program=cand.program,
+                             source=cand.source, key=cand.key)
+            status, reason = self._status_for(body)
+            body = body.model_copy(update={"verdict": reason})
+            vec = self.kit.embed_text(body.description, EmbedRole.PASSAGE)
+            skill_id = new_id("sk-")
+            self.kit.store.put(Record(skill_id, "skill", self.kit.namespace, status, body.model_dump_json(),
+                                      pack_vector(vec)),
+                               EventDraft(status, skill_id, self.kit.namespace, json.dumps({"reason": reason})))
+            self._remember(skill_id, body, status, vec)
+            report.added += 1
+        return report
+
+    def recall(self, query: RecallQuery) -> Injection:
+        """Top-K skills by SGDR relevance, diversified by MMR."""
+        if len(self._index) == 0:
+            return Injection(method=self.name)
+        s = self.kit.embed_state(query.observation, query.task)
+        g = self.kit.embed_text(query.task.goal)
+        alpha = self.settings.alpha
+        combined = (alpha * s + (1 - alpha) * g).astype(np.float32)
+        pool = self._index.search(combined, max(3 * self.settings.k, self.settings.pool_min))
+        vectors = np.stack([self._vectors[h.id] for h in pool])
+        scores = np.array([h.score for h in pool], dtype=np.float32)
+        picked = mmr(scores, vectors, self.settings.k, self.settings.mmr_lambda)
+        by_id = {sid: body for sid, body, _ in self._skills.values()}
+        items = [self._item(pool[i].id, by_id[pool[i].id], float(scores[i])) for i in picked]
+        return self.kit.injection(self.name, "Skills you can call with run_skill(name, args):", items)
+
+    def _item(self, skill_id: str, body: SkillBody, score: float) -> InjectedItem:
+        code = body.program.render(body.name)
+        return InjectedItem(id=skill_id, kind=ItemKind.SKILL, name=body.name, text=code.replace("\n", "\n  "),
+                            behaviour=Behaviour(actions=body.program.steps), score=score, success=True)
+
+    def run_skill(self, env: Env, action: Action, task: Task, observation: Observation
+                  ) -> tuple[Transition, tuple[Action, ...]]:
+        """Execute a recalled skill (the harness's skill runner); each run is logged as a use."""
+        entry = self._skills.get(action.skill or "")
+        if entry is None:
+            err = ActionError(code=ActionErrorCode.SKILL_FAILED, message=f"no skill named {action.skill!r}",
+                              action=action.describe())
+            return Transition(observation, err), ()
+        skill_id, body, _ = entry
+        run = execute(env, body.program, {**task.params, **action.args}, observation, name=body.name)
+        self.kit.store.append_event(EventDraft("used", skill_id, self.kit.namespace, json.dumps(
+            {"success": run.error is None, "task": task.id, "seed": task.seed, "steps": len(run.performed)})))
+        return Transition(run.observation, run.error, run.done), run.performed
+
+    def usage(self, skill_id: str) -> dict[str, int]:
+        """How often a skill ran, succeeded and failed (from the event log)."""
+        runs = [json.loads(e.payload) for e in self.kit.store.events(item_id=skill_id) if e.type == "used"]
+        ok = sum(1 for r in runs if r.get("success"))
+        return {"uses": len(runs), "successes": ok, "failures": len(runs) - ok}
+
+    def end_round(self) -> None:
+        """Skills are stored as they are learned; nothing to consolidate."""
+
+    def stats(self) -> dict[str, int]:
+        """Skills by status."""
+        out: dict[str, int] = {}
+        for _, _, status in self._skills.values():
+            out[status] = out.get(status, 0) + 1
+        return out

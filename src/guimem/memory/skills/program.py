@@ -1,0 +1,109 @@
+"""The skill language: a parameterised sequence of action templates, interpreted (never ``exec``'d).
+
+A program is data: parameter names and steps, each an `Action` whose selector and text may hold
+``{param}`` placeholders. The interpreter binds arguments, resolves each selector against the live
+screen, performs the step, and stops with a typed error when a selector does not resolve.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict
+
+from guimem.envs.base import Env
+from guimem.types import Action, ActionError, ActionErrorCode, ActionKind, Observation, placeholders
+
+
+class SkillProgram(BaseModel):
+    """A skill's code: parameters and steps."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    params: tuple[str, ...] = ()
+    steps: tuple[Action, ...]
+
+    @classmethod
+    def from_templates(cls, steps: tuple[Action, ...]) -> SkillProgram:
+        """A program whose parameters are the placeholders its steps use, in order."""
+        names: list[str] = []
+        for step in steps:
+            used = (step.selector.params() if step.selector else []) + (placeholders(step.text) if step.text else [])
+            names += [n for n in used if n not in names]
+        return cls(params=tuple(names), steps=steps)
+
+    def render(self, name: str, doc: str = "") -> str:
+        """Readable Python-like code for prompts and ``guimem memory show``."""
+        lines = [f"def {name}({', '.join(self.params)}):"]
+        if doc:
+            lines.append(f'    """{doc}"""')
+        lines += [f"    {_render_step(s)}" for s in self.steps]
+        return "\n".join(lines)
+
+
+def _arg(text: str) -> str:
+    names = placeholders(text)
+    return names[0] if names and text == "{" + names[0] + "}" else repr(text)
+
+
+def _render_step(step: Action) -> str:
+    target = ""
+    if step.selector is not None:
+        sel = step.selector
+        role = sel.role.value if sel.role else "element"
+        name = sel.label or sel.text or sel.resource_id
+        target = f"{role}({_arg(name)}{', contains=True' if sel.contains else ''}" \
+                 f"{f', nth={sel.nth}' if sel.nth is not None else ''})"
+    if step.kind is ActionKind.TAP:
+        return f"tap({target})"
+    if step.kind is ActionKind.TYPE:
+        return f"type({target}, {_arg(step.text or '')})"
+    if step.kind is ActionKind.KEY:
+        return f"key({step.key!r})"
+    return step.describe()
+
+
+@dataclass(frozen=True)
+class SkillRun:
+    """What running a skill did.
+
+    Attributes:
+        observation: The screen afterwards.
+        performed: The concrete actions performed (refs and selectors), in order.
+        error: Why it stopped early, or None.
+        done: Whether the episode ended during the skill.
+    """
+
+    observation: Observation
+    performed: tuple[Action, ...]
+    error: ActionError | None
+    done: bool
+
+
+def execute(env: Env, program: SkillProgram, args: dict[str, str], observation: Observation,
+            name: str = "skill") -> SkillRun:
+    """Run ``program`` on ``env`` from ``observation`` with ``args``."""
+    missing = [p for p in program.params if p not in args]
+    if missing:
+        return SkillRun(observation, (), ActionError(code=ActionErrorCode.SKILL_FAILED,
+                                                     message=f"{name}: missing arguments {missing}"), False)
+    obs = observation
+    performed: list[Action] = []
+    for i, template in enumerate(program.steps):
+        action = template.bind(args)
+        if action.selector is not None:
+            res = action.selector.resolve(obs)
+            if not res.ok or res.element is None:
+                err = ActionError(code=ActionErrorCode.SKILL_FAILED, action=action.describe(),
+                                  message=f"{name} step {i}: {action.selector.describe()} -> {res.status.value}")
+                return SkillRun(obs, tuple(performed), err, False)
+            action = action.model_copy(update={"ref": res.element.ref})
+        result = env.step(action)
+        performed.append(action)
+        obs = result.observation
+        if result.error is not None:
+            err = result.error.model_copy(update={"message": f"{name} step {i}: {result.error.message}"})
+            return SkillRun(obs, tuple(performed), err, result.done)
+        if result.done:
+            return SkillRun(obs, tuple(performed), None, True)
+    return SkillRun(obs, tuple(performed), None, False)
