@@ -65,6 +65,8 @@ def run_episode(
     memory: Memory | None = None,
     settings: EpisodeSettings | None = None,
     skill_runner: SkillRunner | None = None,
+    round_index: int = 0,
+    slot: int = 0,
 ) -> Trajectory:
     """Run one episode and return its trajectory (a crash becomes a failed outcome, never lost).
 
@@ -75,6 +77,8 @@ def run_episode(
         memory: Asked at every step; ``none`` when absent.
         settings: Step budget.
         skill_runner: Executes ``run_skill`` actions; without one they fail as data.
+        round_index: The evaluation round (passed to memory).
+        slot: This task's occurrence number within the round (passed to memory).
     """
     memory = memory or NoMemory()
     settings = settings or EpisodeSettings()
@@ -91,8 +95,9 @@ def run_episode(
         max_steps = task.max_steps or settings.max_steps
         last_error: ActionError | None = None
         for index in range(max_steps):
-            step, transition = _one_step(env, policy, memory, task, obs, tuple(steps), last_error, index,
-                                         episode_id, skill_runner)
+            query = RecallQuery(task=task, observation=obs, step=index, history=tuple(steps), episode_id=episode_id,
+                                round=round_index, slot=slot)
+            step, transition = _one_step(env, policy, memory, query, last_error, skill_runner)
             steps.append(step)
             if transition is None:  # answer / done: the agent ended the episode
                 break
@@ -111,13 +116,13 @@ def run_episode(
 
 
 def _one_step(
-    env: Env, policy: Policy, memory: Memory, task: Task, obs: Observation, history: tuple[Step, ...],
-    last_error: ActionError | None, index: int, episode_id: str, skill_runner: SkillRunner | None,
+    env: Env, policy: Policy, memory: Memory, query: RecallQuery, last_error: ActionError | None,
+    skill_runner: SkillRunner | None,
 ) -> tuple[Step, Transition | None]:
+    task, obs, history, index = query.task, query.observation, query.history, query.step
     timings: dict[str, float] = {}
     t = time.perf_counter()
-    injection = memory.recall(RecallQuery(task=task, observation=obs, step=index, history=history,
-                                          episode_id=episode_id))
+    injection = memory.recall(query)
     timings["recall"] = _ms(t)
     injection = injection.model_copy(update={"latency_ms": timings["recall"]})
     t = time.perf_counter()

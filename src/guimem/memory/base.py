@@ -17,7 +17,10 @@ class RecallQuery:
         observation: The current screen.
         step: The 0-based step index.
         history: The steps taken so far.
-        episode_id: The running episode (used to pair STEER trials with controls).
+        episode_id: The running episode.
+        round: The evaluation round (0-based).
+        slot: Which occurrence of this task within the round this episode is (0-based); STEER
+            alternates trial and control on it so both arms see the same task.
     """
 
     task: Task
@@ -25,6 +28,8 @@ class RecallQuery:
     step: int = 0
     history: tuple[Step, ...] = ()
     episode_id: str = ""
+    round: int = 0
+    slot: int = 0
 
 
 @dataclass

@@ -1,0 +1,193 @@
+"""The ``stack``: graph edges, skills and knowledge through one pipeline (ours, beyond the papers).
+
+- One proposal step per episode: STEER procedures and warnings, successful subgoal edges, and the
+  longest verified skill window.
+- One admission lifecycle for every kind: candidate → trial → admitted | rejected, with the same
+  matched-control trials and gate (inherited from `SteerMemory`).
+- One TaskContract filter; edges and warnings must also fit the current screen.
+- MMR across kinds on SGDR-style relevance, under one token budget per step, with per-kind caps.
+- Abstention (recorded) when nothing fits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from guimem.embeddings import EmbedRole, cosine
+from guimem.envs.base import Env, Transition
+from guimem.memory.base import RecallQuery
+from guimem.memory.factory import MemorySpec
+from guimem.memory.generalise import state_text, template_key
+from guimem.memory.graph import tau_for
+from guimem.memory.kit import MemoryKit
+from guimem.memory.skills.induce import induce
+from guimem.memory.skills.library import mmr
+from guimem.memory.skills.program import execute
+from guimem.memory.skills.verify import verify
+from guimem.memory.steer.contract import ContractParser
+from guimem.memory.steer.items import UNDER_TEST, Applicability, ItemStatus, KnowledgeItem, Provenance, Scope
+from guimem.memory.steer.memory import SteerMemory, compatible, item_view
+from guimem.memory.steer.propose import Proposer
+from guimem.memory.steer.trials import assign
+from guimem.memory.subgoals import OfflineAnnotator, OfflineSegmenter
+from guimem.storage.base import EventDraft
+from guimem.types import (
+    Action,
+    ActionError,
+    ActionErrorCode,
+    Behaviour,
+    InjectedItem,
+    Injection,
+    Observation,
+    Task,
+    Trajectory,
+)
+
+KIND_CAPS = {"procedure": 1, "warning": 1, "skill": 2, "edge": 2}
+
+
+class StackProposer:
+    """STEER proposals plus successful subgoal edges plus the longest verified skill window."""
+
+    def __init__(self, base: Proposer, parser: ContractParser, env_factory: Callable[[], Env] | None) -> None:
+        self.base = base
+        self.parser = parser
+        self.env_factory = env_factory
+        self.segmenter, self.annotator = OfflineSegmenter(), OfflineAnnotator()
+
+    def propose(self, traj: Trajectory, round_index: int) -> list[KnowledgeItem]:
+        """All proposals of one episode."""
+        items = self.base.propose(traj, round_index)
+        if traj.outcome.success:
+            items += self._edges(traj, round_index) + self._skills(traj, round_index)
+        return items
+
+    def _item(self, traj: Trajectory, kind: str, content: str, behaviour: Behaviour, state: str, round_index: int,
+              key: str, **extra: object) -> KnowledgeItem:
+        contract = self.parser.parse(traj.task)
+        return KnowledgeItem(
+            kind=kind, applicability=Applicability(app=traj.task.app, task=traj.task.id, contract=contract,
+                                                   state=state),
+            completion=contract.completion or "task reward 1", scope=Scope.TASK, content=content,
+            behaviour=behaviour, key=key, created_round=round_index,
+            provenance=Provenance(episodes=[traj.episode_id], tasks=[traj.task.id], outcomes=[traj.outcome.success]),
+            **extra)
+
+    def _edges(self, traj: Trajectory, round_index: int) -> list[KnowledgeItem]:
+        segments = self.segmenter.segment(traj)
+        out = []
+        for i, seg in enumerate(segments):
+            ann = self.annotator.annotate(seg, traj, is_last=i == len(segments) - 1)
+            if ann.success != "yes" or len(segments) < 2:
+                continue
+            state = state_text(seg.before, traj.task)
+            key = f"edge|{traj.task.id}|{template_key(ann.behaviour.actions)}|{state}"
+            out.append(self._item(traj, "edge", f"{ann.text} -> {ann.effect}", ann.behaviour, state, round_index, key))
+        return out
+
+    def _skills(self, traj: Trajectory, round_index: int) -> list[KnowledgeItem]:
+        windows = induce(traj)
+        if not windows or self.env_factory is None:
+            return []
+        longest = max(len(w.program.steps) for w in windows)
+        for cand in (w for w in windows if len(w.program.steps) == longest):
+            if verify(self.env_factory(), cand.program, cand.source).ok:
+                return [self._item(traj, "skill", cand.description, Behaviour(actions=cand.program.steps), "",
+                                   round_index, f"skill|{cand.key}", name=cand.name, program=cand.program)]
+        return []
+
+
+class StackMemory(SteerMemory):
+    """The ``stack`` memory method.
+
+    Args:
+        kit: Store, embedder, counter, namespace.
+        spec: Options (STEER gate, SGDR α/λ/K, the per-step token budget).
+        env_factory: For verifying skills by replay.
+    """
+
+    def __init__(self, kit: MemoryKit, spec: MemorySpec | None = None,
+                 env_factory: Callable[[], Env] | None = None) -> None:
+        self.spec = spec or MemorySpec()
+        super().__init__(kit, self.spec.steer.model_copy(update={"exclude_source_task": self.spec.exclude_source_task}))
+        self.proposer = StackProposer(self.proposer, self.contract.parser, env_factory)
+        self.tau = tau_for(kit.embedder.name)
+        self._vectors: dict[str, NDArray[np.float32]] = {}
+
+    @property
+    def name(self) -> str:
+        """``stack``."""
+        return "stack"
+
+    def _vector(self, item_id: str, item: KnowledgeItem) -> NDArray[np.float32]:
+        if item_id not in self._vectors:
+            self._vectors[item_id] = self.kit.embed_text(item.content, EmbedRole.PASSAGE)
+        return self._vectors[item_id]
+
+    def _fits_screen(self, item: KnowledgeItem, query: RecallQuery, state: str) -> bool:
+        if item.kind != "edge":
+            return True
+        if item.applicability.state == state:
+            return True
+        here = self.kit.embed_state(query.observation, query.task)
+        there = self.kit.embed_text(item.applicability.state)
+        return cosine(here, there) >= self.tau
+
+    def _eligible(self, query: RecallQuery) -> tuple[list[tuple[str, KnowledgeItem]], list[str]]:
+        contract = self.contract(query.task)
+        state = state_text(query.observation, query.task)
+        shown, withheld = [], []
+        for item_id, (item, status) in self._items.items():
+            if status not in (ItemStatus.ADMITTED, *UNDER_TEST):
+                continue
+            if not compatible(item, query.task, contract, state, self.settings.exclude_source_task) or \
+                    not self._fits_screen(item, query, state):
+                continue
+            if status in UNDER_TEST and assign(item_id, self.round, query.slot) == "control":
+                withheld.append(item_id)
+                continue
+            shown.append((item_id, item))
+        return shown, withheld
+
+    def recall(self, query: RecallQuery) -> Injection:
+        """MMR across kinds under the token budget; abstain when nothing fits."""
+        eligible, withheld = self._eligible(query)
+        if not eligible:
+            note = "no compatible knowledge" if self._items else "memory is empty"
+            return Injection(method=self.name, abstained=bool(self._items), note=note, withheld=tuple(withheld))
+        alpha = self.spec.skills.alpha
+        q = alpha * self.kit.embed_state(query.observation, query.task) + (1 - alpha) * self.kit.embed_text(
+            query.task.goal)
+        vectors = np.stack([self._vector(i, it) for i, it in eligible])
+        scores = (vectors @ q).astype(np.float32)
+        order = mmr(scores, vectors, len(eligible), self.spec.skills.mmr_lambda)
+        chosen: list[InjectedItem] = []
+        used: dict[str, int] = {}
+        budget = self.spec.token_budget
+        for i in order:
+            item_id, item = eligible[i]
+            view = item_view(item_id, item, float(scores[i]))
+            cost = self.kit.counter.count(view.text) + 2
+            if used.get(item.kind, 0) >= KIND_CAPS[item.kind] or cost > budget:
+                continue
+            chosen.append(view)
+            used[item.kind] = used.get(item.kind, 0) + 1
+            budget -= cost
+        return self.kit.injection(self.name, "Memory for this step (verified):", chosen, withheld=tuple(withheld))
+
+    def run_skill(self, env: Env, action: Action, task: Task, observation: Observation
+                  ) -> tuple[Transition, tuple[Action, ...]]:
+        """Execute a skill item by name."""
+        for item_id, (item, _) in self._items.items():
+            if item.kind == "skill" and item.name == action.skill and item.program is not None:
+                run = execute(env, item.program, {**task.params, **action.args}, observation, name=item.name)
+                self.kit.store.append_event(EventDraft("used", item_id, self.kit.namespace,
+                                                       f'{{"success": {str(run.error is None).lower()}}}'))
+                return Transition(run.observation, run.error, run.done), run.performed
+        err = ActionError(code=ActionErrorCode.SKILL_FAILED, message=f"no skill named {action.skill!r}",
+                          action=action.describe())
+        return Transition(observation, err), ()
+

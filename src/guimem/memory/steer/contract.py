@@ -1,0 +1,104 @@
+"""TaskContract: what a task asks for, parsed offline (rules) or by an LLM, and the conflict filter."""
+
+from __future__ import annotations
+
+import re
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from guimem.llm import LLMClient, complete_json, text_message
+from guimem.memory.generalise import state_masks
+from guimem.memory.prompting import memory_template
+from guimem.types import Task, mask_text
+
+VERBS = {
+    "click": "click", "press": "click", "tap": "click", "select": "select", "choose": "select", "pick": "select",
+    "enter": "enter", "type": "enter", "fill": "enter", "input": "enter", "search": "search", "find": "find",
+    "forward": "forward", "reply": "reply", "respond": "reply", "delete": "delete", "remove": "delete",
+    "trash": "delete", "star": "star", "mark": "star", "send": "send", "read": "read", "open": "open",
+    "login": "login", "log": "login", "sign": "login", "book": "book", "buy": "book", "navigate": "navigate",
+    "switch": "navigate", "expand": "expand", "check": "check", "uncheck": "uncheck", "like": "like",
+    "retweet": "share", "share": "share", "mute": "mute", "block": "block", "copy": "copy", "paste": "paste",
+    "submit": "click", "focus": "focus", "drag": "drag", "use": "use", "set": "set",
+}
+GENERIC = frozenset({"click", "select", "find", "use", "open", "enter", "navigate", "focus", "set"})
+OPPOSED = {frozenset(p) for p in (("forward", "reply"), ("delete", "star"), ("send", "read"), ("check", "uncheck"),
+                                   ("like", "block"), ("login", "delete"), ("mute", "share"), ("delete", "reply"),
+                                   ("delete", "forward"), ("star", "reply"), ("star", "forward"))}
+OBJECTS = ("email", "message", "tweet", "post", "user", "flight", "ticket", "folder", "file", "tab", "link",
+           "button", "checkbox", "option", "list", "item", "date", "time", "password", "username", "text",
+           "field", "textbox", "result", "tree", "dialog", "menu", "widget", "tag", "shape", "color")
+_COMPLETION = re.compile(r"\b(?:press|click|hit|tap)(?: on)?(?: the)? [\"“]?([A-Za-z ]{2,20}?)[\"”]?(?: button)?[.,]?$",
+                         re.IGNORECASE)
+_WORD = re.compile(r"[a-z]+")
+
+
+class TaskContract(BaseModel):
+    """The parts of a task that decide which knowledge fits it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    app: str = ""
+    source_role: str = ""
+    target_role: str = ""
+    action: str = ""
+    object: str = ""
+    constraints: tuple[str, ...] = Field(default_factory=tuple)
+    completion: str = ""
+
+
+class ContractParser(Protocol):
+    """Parses a task into a contract."""
+
+    def parse(self, task: Task) -> TaskContract:
+        """The task's contract."""
+        ...
+
+
+class OfflineContractParser:
+    """Rules over the goal text (task values masked): verb lexicon, object nouns, roles, completion."""
+
+    def parse(self, task: Task) -> TaskContract:
+        """Parse deterministically."""
+        goal = mask_text(task.goal, state_masks(task)).lower()
+        words = _WORD.findall(goal)
+        verbs = [VERBS[w] for w in words if w in VERBS]
+        specific = [v for v in verbs if v not in GENERIC]
+        action = specific[0] if specific else (verbs[0] if verbs else "")
+        obj = next((w.rstrip("s") for w in words if w.rstrip("s") in OBJECTS and w not in VERBS), "")
+        m = _COMPLETION.search(task.goal.strip())
+        completion = f"press:{m.group(1).strip().lower()}" if m else ""
+        source = "sender" if re.search(r"\b(by|from)\b", goal) else ""
+        target = "recipient" if re.search(r"\bto\b {v}|\bto:", goal) else ""
+        return TaskContract(app=task.app, source_role=source, target_role=target, action=action, object=obj,
+                            constraints=tuple(sorted(task.params)), completion=completion)
+
+
+class LLMContractParser:
+    """Ask a model to fill the contract (``prompts/contract.txt``); the reply is schema-validated."""
+
+    def __init__(self, client: LLMClient) -> None:
+        self.client = client
+
+    def parse(self, task: Task) -> TaskContract:
+        """Parse with the model."""
+        prompt = memory_template("contract").format(goal=task.goal, app=task.app, params=sorted(task.params))
+        parsed = complete_json(self.client, [text_message("user", prompt)], TaskContract)
+        return parsed.model_copy(update={"app": task.app})
+
+
+def conflicts(item: TaskContract, task: TaskContract) -> list[str]:
+    """Why an item's contract conflicts with a task's (empty when compatible)."""
+    reasons = []
+    if item.app and task.app and item.app != task.app:
+        reasons.append(f"app {item.app} vs {task.app}")
+    if item.action and task.action and item.action != task.action and (
+            frozenset((item.action, task.action)) in OPPOSED or
+            (item.action not in GENERIC and task.action not in GENERIC)):
+        reasons.append(f"action {item.action} vs {task.action}")
+    if item.object and task.object and item.object != task.object:
+        reasons.append(f"object {item.object} vs {task.object}")
+    if item.completion and task.completion and item.completion != task.completion:
+        reasons.append(f"completion {item.completion} vs {task.completion}")
+    return reasons
