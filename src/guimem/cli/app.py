@@ -7,6 +7,7 @@ import logging
 import typer
 
 from guimem import __version__
+from guimem.cli import evaluate as eval_cmd
 from guimem.cli import run as run_cmd
 from guimem.cli.output import CliState, emit_json, state
 from guimem.harness.doctor import run_doctor
@@ -68,6 +69,9 @@ def doctor(
 
 app.command("run")(run_cmd.run)
 app.command("suites")(run_cmd.suites)
+app.command("eval")(eval_cmd.eval_command)
+app.command("report")(eval_cmd.report_command)
+app.command("compare")(eval_cmd.compare_command)
 
 
 def main() -> None:

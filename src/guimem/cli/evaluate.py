@@ -1,0 +1,153 @@
+"""``guimem eval``, ``guimem report`` and ``guimem compare``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from guimem.cli.output import CliState, emit_json, fail, state
+from guimem.embeddings import create_embedder
+from guimem.errors import ConfigError, GuimemError
+from guimem.harness.evaluate import Evaluation, methods_of
+from guimem.harness.metrics import Summary, summarise
+from guimem.harness.report import pass_table, write_report
+from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir
+from guimem.memory.factory import METHODS, MemorySpec
+from guimem.tasks import load_suite
+
+
+def _spec(st: CliState, env: str, suite: str, rounds: int, methods: str, policy: str, workers: int, backend: str,
+          exclude_source_task: bool, context: str) -> EvalSpec:
+    chosen = [m.strip() for m in methods.split(",") if m.strip()]
+    for m in chosen:
+        if m not in METHODS:
+            import difflib
+
+            close = difflib.get_close_matches(m, METHODS, n=2)
+            raise ConfigError(f"unknown method {m!r}", suggestion=f"did you mean {close[0]!r}?" if close
+                              else f"methods: {', '.join(METHODS)}")
+    suite_obj = load_suite(suite)
+    if env == "miniwob":
+        from guimem.envs.miniwob import available_tasks
+
+        suite_obj.check_tasks(available_tasks())
+    embedder = create_embedder(st.settings.embedder).name
+    llm = f"{st.settings.llm.model}@{st.settings.llm.base_url}" if policy == "llm" else None
+    return EvalSpec(env=env, suite=suite_obj, rounds=rounds, methods=methods_of(chosen), policy=policy,
+                    context=context, memory=MemorySpec(exclude_source_task=exclude_source_task), embedder=embedder,
+                    llm=llm, token_encoding=st.settings.token_encoding, workers=workers, backend=backend)
+
+
+def print_summary(st: CliState, summary: Summary, title: str) -> None:
+    """The results table."""
+    headers, rows = pass_table(summary)
+    table = Table(title=title)
+    for h in headers:
+        table.add_column(h, justify="left" if h == "method" else "right")
+    for row in rows:
+        table.add_row(*row)
+    st.console.print(table)
+
+
+def eval_command(
+    ctx: typer.Context,
+    suite: str = typer.Option("smoke", "--suite", help="Shipped suite name or a suite file (JSON/YAML)."),
+    rounds: int = typer.Option(3, "--rounds", "-r", min=1, help="Rounds (the suite replayed in order each round)."),
+    methods: str = typer.Option("graph,skills,steer,stack", "--methods", "-m",
+                                help=f"Comma-separated methods ({', '.join(METHODS)}); none always runs."),
+    env: str = typer.Option("miniwob", "--env", help="Environment."),
+    policy: str = typer.Option("explorer", "--policy", "-p", help="explorer or llm."),
+    context: str = typer.Option("react", "--context", help="llm policy context strategy."),
+    out: Path = typer.Option(Path("runs/eval"), "--out", "-o", help="Run directory (rerun to resume)."),
+    workers: int = typer.Option(1, "--workers", "-w", min=1, help="Parallel episodes (one browser each)."),
+    backend: str = typer.Option("local", "--backend", help="local or ray."),
+    exclude_source_task: bool = typer.Option(False, "--exclude-source-task",
+                                             help="Leave-one-task-out: items never influence their source task."),
+    json_output: bool = typer.Option(False, "--json", help="Print summary.json instead of the table."),
+) -> None:
+    """Run (or resume) a lifelong evaluation; write results, traces, summary.json and report.html to OUT."""
+    st = state(ctx)
+    try:
+        spec = _spec(st, env, suite, rounds, methods, policy, workers, backend, exclude_source_task, context)
+        total = len(spec.suite.tasks) * spec.rounds * len(spec.methods)
+        done = len(RunDir(out).results()) if (out / "results.jsonl").exists() else 0
+        counts: dict[str, list[int]] = {}
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      TimeRemainingColumn(), console=st.err, disable=st.json or json_output) as bar:
+            task_id = bar.add_task("starting", total=total, completed=done)
+
+            def progress(r: EpisodeResult) -> None:
+                ok, n = counts.setdefault(f"{r.method}/{r.round}", [0, 0])
+                counts[f"{r.method}/{r.round}"] = [ok + r.success, n + 1]
+                ok, n = counts[f"{r.method}/{r.round}"]
+                bar.update(task_id, advance=1, description=f"{r.method:>22} round {r.round + 1} {r.task:<24} "
+                                                           f"success {ok}/{n}")
+
+            summary = Evaluation(spec, out, st.settings, progress=progress).run()
+    except GuimemError as exc:
+        raise fail(ctx, exc) from None
+    assert summary is not None
+    if st.json or json_output:
+        emit_json(summary)
+        return
+    print_summary(st, summary, f"{spec.suite.name}: {spec.rounds} rounds, Pass@k % (policy {spec.policy})")
+    st.console.print(f"report: {out / 'report.html'}\nsummary: {out / 'summary.json'}")
+
+
+def report_command(
+    ctx: typer.Context,
+    run: Path = typer.Argument(..., help="A run directory."),
+    json_output: bool = typer.Option(False, "--json", help="Print summary.json."),
+) -> None:
+    """Rebuild summary.json and report.html of a run directory from its results."""
+    st = state(ctx)
+    try:
+        run_dir = RunDir(run)
+        spec = run_dir.load_spec()
+        summary = summarise(spec, run_dir.results(), run_dir)
+    except GuimemError as exc:
+        raise fail(ctx, exc) from None
+    (run / "summary.json").write_text(summary.model_dump_json(indent=2))
+    write_report(run_dir, spec, summary)
+    if st.json or json_output:
+        emit_json(summary)
+    else:
+        print_summary(st, summary, f"{spec.suite.name}: Pass@k %")
+        st.console.print(f"report: {run / 'report.html'}")
+
+
+def compare_command(
+    ctx: typer.Context,
+    first: Path = typer.Argument(..., help="Run directory A."),
+    second: Path = typer.Argument(..., help="Run directory B."),
+    json_output: bool = typer.Option(False, "--json", help="Print as JSON."),
+) -> None:
+    """Paired differences (B − A) of final Pass@k per method present in both runs."""
+    st = state(ctx)
+    try:
+        a = json.loads((first / "summary.json").read_text())
+        b = json.loads((second / "summary.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise fail(ctx, ConfigError(f"cannot read summary.json: {exc}", suggestion="run `guimem report DIR`")) from None
+    rows = []
+    for method in [m for m in a["methods"] if m in b["methods"]]:
+        ka = max(a["methods"][method]["pass_at_k"], key=int)
+        kb = max(b["methods"][method]["pass_at_k"], key=int)
+        pa, pb = a["methods"][method]["pass_at_k"][ka], b["methods"][method]["pass_at_k"][kb]
+        ta, tb = a["methods"][method]["injected_tokens_total"], b["methods"][method]["injected_tokens_total"]
+        rows.append({"method": method, "pass_a": pa, "pass_b": pb, "difference": round(pb - pa, 4),
+                     "tokens_a": ta, "tokens_b": tb})
+    if st.json or json_output:
+        emit_json(rows)
+        return
+    table = Table(title=f"B − A  (A = {first}, B = {second})")
+    for col in ("method", "Pass@R A %", "Pass@R B %", "Δ points", "tokens A", "tokens B"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        table.add_row(r["method"], f"{100 * r['pass_a']:.1f}", f"{100 * r['pass_b']:.1f}",
+                      f"{100 * r['difference']:+.1f}", str(r["tokens_a"]), str(r["tokens_b"]))
+    st.console.print(table)

