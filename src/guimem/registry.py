@@ -98,6 +98,8 @@ def _default_registry() -> Registry:
                     "any OpenAI-compatible chat endpoint"),
         BackendSpec("env", "miniwob", "guimem.envs.miniwob:MiniWoBEnv.from_settings", "miniwob",
                     "MiniWoB++ in headless Chromium"),
+        BackendSpec("env", "form", "guimem.testing.envs:FormEnv.from_settings", None,
+                    "a scripted login form, no browser (tests and quick tries)"),
         BackendSpec("env", "android", "guimem.envs.android:AndroidEnv.from_settings", "android", "Android over ADB"),
         BackendSpec("policy", "explorer", "guimem.agents.explorer:ExplorerPolicy.from_settings", None,
                     "deterministic offline policy"),

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -60,3 +61,39 @@ def test_suites_json_lists_the_shipped_suites():
     assert result.exit_code == 0
     data = json.loads(result.output)
     assert data["default"]["episodes"] == 40
+
+
+@pytest.mark.browser
+def test_eval_with_a_custom_suite_file_on_miniwob(tmp_path):
+    suite = tmp_path / "mine.yaml"
+    suite.write_text("name: mine\ntasks:\n  - {task: click-test-2, seed: 101, max_steps: 3}\n"
+                     "  - {task: enter-text, seed: 102, max_steps: 5}\n")
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["eval", "--suite", str(suite), "--rounds", "2", "--methods", "steer",
+                                 "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert set(summary["methods"]) == {"none", "steer"} and summary["complete"]
+    assert summary["run"]["suite"] == "mine"
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert {(r["task"], r["seed"]) for r in rows} == {("click-test-2", 101), ("enter-text", 102)}
+    assert len(rows) == 2 * 2 * 2
+
+
+def test_eval_rejects_unknown_methods_with_a_suggestion(tmp_path):
+    result = runner.invoke(app, ["eval", "--env", "form", "--methods", "stak", "--out", str(tmp_path)])
+    assert result.exit_code == 2 and "did you mean 'stack'" in result.output
+
+
+def test_report_rebuilds_and_compare_prints_differences(tmp_path, monkeypatch):
+    monkeypatch.setenv("GUIMEM_EMBEDDER__NAME", "hashing")
+    suite = str(Path(__file__).parent.parent / "data" / "form_suite.json")
+    for name, methods in (("a", "graph"), ("b", "graph")):
+        assert runner.invoke(app, ["eval", "--env", "form", "--suite", suite, "--rounds", "2", "--methods", methods,
+                                   "--out", str(tmp_path / name), "--json"]).exit_code == 0
+    (tmp_path / "a" / "report.html").unlink()
+    assert runner.invoke(app, ["report", str(tmp_path / "a")]).exit_code == 0
+    assert (tmp_path / "a" / "report.html").exists()
+    result = runner.invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--json"])
+    rows = json.loads(result.output)
+    assert {r["method"] for r in rows} == {"none", "graph"} and all(r["difference"] == 0 for r in rows)

@@ -42,6 +42,11 @@ class FormEnv:
         self._outcome = Outcome(success=False, reason="episode did not end")
         self.closed = 0
 
+    @classmethod
+    def from_settings(cls, settings: object = None, screenshots_dir: object = None) -> FormEnv:
+        """Build for the registry (the form needs no settings)."""
+        return cls()
+
     @property
     def name(self) -> str:
         """``form``."""

@@ -7,6 +7,7 @@ item admitted at the end of round r is first injected in round r + 1.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from typing import Literal
@@ -27,7 +28,7 @@ from guimem.memory.steer.contract import (
 from guimem.memory.steer.items import UNDER_TEST, ItemStatus, KnowledgeItem, Scope, TrialRecord, check_transition
 from guimem.memory.steer.propose import LLMProposer, OfflineProposer, Proposer
 from guimem.memory.steer.trials import GateSettings, assign, gate, record
-from guimem.storage import Record, new_id
+from guimem.storage import Record
 from guimem.storage.base import EventDraft
 from guimem.types import InjectedItem, Injection, ItemKind, Task, Trajectory
 
@@ -91,6 +92,12 @@ def item_view(item_id: str, item: KnowledgeItem, score: float = 1.0) -> Injected
     text = item.program.render(item.name).replace("\n", "\n  ") if item.program is not None else item.content
     return InjectedItem(id=item_id, kind=VIEW_KINDS[item.kind], text=text, behaviour=item.behaviour, score=score,
                         success=None if item.kind == "warning" else True, name=item.name or None)
+
+
+def item_id_for(key: str) -> str:
+    """A stable id from an item's content key: the same proposal gets the same id in every run, so
+    trial/control assignment (which hashes the id) is reproducible."""
+    return "k-" + hashlib.sha1(key.encode()).hexdigest()[:20]
 
 
 def _rank(entry: tuple[str, KnowledgeItem]) -> tuple[int, int, str]:
@@ -179,7 +186,7 @@ class SteerMemory:
         for prop in self._proposals:
             existing = by_key.get(prop.key)
             if existing is None:
-                item_id = new_id("k-")
+                item_id = item_id_for(prop.key)
                 self._put(item_id, prop, ItemStatus.CANDIDATE, "created", {"round": self.round})
                 self._items[item_id] = (prop, ItemStatus.CANDIDATE)
                 by_key[prop.key] = item_id

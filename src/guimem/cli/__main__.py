@@ -1,0 +1,5 @@
+"""``python -m guimem.cli``."""
+
+from guimem.cli.app import main
+
+main()

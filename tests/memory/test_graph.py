@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+from guimem.llm import LLMClient
+from guimem.memory.base import RecallQuery
+from guimem.memory.graph import GraphMemory, GraphSettings, Structure
+from guimem.memory.subgoals import Granularity, LLMAnnotator, LLMSegmenter, OfflineSegmenter
+from guimem.testing import FormEnv, ScriptedLLM
+from guimem.types import ItemKind, Task
+from tests.memory.conftest import CANCEL, LOGIN, PASS, USER, episode
+
+
+def query(seed=9):
+    env = FormEnv()
+    obs = env.reset(Task(id="form", goal="", app="form", seed=seed))
+    return RecallQuery(task=env.task, observation=obs)
+
+
+def test_recall_returns_successful_and_failed_edges_of_the_nearest_state(kit):
+    g = GraphMemory(kit, GraphSettings(tau=0.95))
+    g.learn(episode([USER, PASS, LOGIN], seed=1))
+    g.learn(episode([LOGIN], seed=2))
+    inj = g.recall(query())
+    labels = {i.success for i in inj.items}
+    assert labels == {True, False}
+    assert all(i.kind is ItemKind.EDGE for i in inj.items)
+    assert inj.tokens > 0 and "FAILED" in inj.text
+
+
+def test_same_screen_across_seeds_merges_into_one_node(kit):
+    g = GraphMemory(kit, GraphSettings(tau=0.95))
+    g.learn(episode([USER, PASS, LOGIN], seed=1))
+    nodes_after_one = g.stats()["nodes"]
+    g.learn(episode([USER, PASS, LOGIN], seed=3))
+    assert g.stats()["nodes"] == nodes_after_one
+
+
+def test_dedup_drops_the_later_equivalent_edge(kit):
+    g = GraphMemory(kit, GraphSettings(tau=0.95))
+    first = g.learn(episode([USER, PASS, LOGIN], seed=1))
+    second = g.learn(episode([USER, PASS, LOGIN], seed=2))
+    assert first.added >= 1 and second.added == 0 and second.dropped == first.added
+
+
+def test_edges_generalise_values_into_parameters(kit):
+    g = GraphMemory(kit, GraphSettings(tau=0.95))
+    g.learn(episode([USER, PASS, LOGIN], seed=1))
+    (item,) = [i for i in g.recall(query()).items if i.success]
+    typed = [a.text for a in item.behaviour.actions if a.text]
+    assert typed == ["{username}", "{password}"]
+
+
+def test_granularity_ablation_changes_the_number_of_edges(kit):
+    trajectory = episode([USER, PASS, LOGIN], seed=1)
+    counts = {g: len(OfflineSegmenter(g).segment(trajectory)) for g in Granularity}
+    assert counts[Granularity.ACTION] == 3 and counts[Granularity.TASK] == 1
+    assert 1 <= counts[Granularity.SUBGOAL] <= 3
+
+
+def test_flat_structure_recalls_top_k_edges_by_source_screen(kit):
+    g = GraphMemory(kit, GraphSettings(tau=0.95, structure=Structure.FLAT, flat_k=2,
+                                       granularity=Granularity.ACTION))
+    g.learn(episode([USER, PASS, LOGIN], seed=1))
+    assert len(g.recall(query()).items) == 2
+
+
+def test_graph_survives_a_reopen(kit):
+    g = GraphMemory(kit, GraphSettings(tau=0.95))
+    g.learn(episode([USER, PASS, LOGIN], seed=1))
+    again = GraphMemory(kit, GraphSettings(tau=0.95))
+    assert again.stats() == g.stats() and again.recall(query()).items
+
+
+def test_llm_segmenter_and_annotator_use_validated_replies(kit):
+    llm: LLMClient = ScriptedLLM(['{"boundaries": [2]}',
+                                  '{"text": "fill the form", "effect": "fields filled", "success": "yes"}',
+                                  'oops', '{"text": "submit", "effect": "logged in", "success": "yes"}'])
+    trajectory = episode([USER, PASS, LOGIN], seed=1)
+    segments = LLMSegmenter(llm).segment(trajectory)
+    assert [len(s.actions) for s in segments] == [2, 1]
+    annotator = LLMAnnotator(llm)
+    first = annotator.annotate(segments[0], trajectory, is_last=False)
+    second = annotator.annotate(segments[1], trajectory, is_last=True)
+    assert first.text == "fill the form" and second.effect == "logged in"
+    assert len(first.behaviour.actions) == 2
+
+
+def test_a_failed_episode_marks_its_last_subgoal_failed(kit):
+    g = GraphMemory(kit, GraphSettings(tau=0.95))
+    g.learn(episode([USER, CANCEL], seed=1))
+    assert g.stats().get("edges_no", 0) >= 1

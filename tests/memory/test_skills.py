@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import numpy as np
+
+from guimem.memory.base import RecallQuery
+from guimem.memory.skills.induce import induce
+from guimem.memory.skills.library import SkillMemory, SkillSettings, mmr
+from guimem.memory.skills.program import SkillProgram, execute
+from guimem.memory.skills.verify import verify
+from guimem.testing import FormEnv
+from guimem.types import Action, ActionErrorCode, ActionKind, ItemKind, Role, Selector, Task
+from tests.memory.conftest import LOGIN, PASS, USER, episode
+
+
+def test_windows_of_two_to_five_actions_from_successes_only():
+    ok = episode([USER, PASS, LOGIN], seed=1)
+    assert ok.outcome.success
+    cands = induce(ok)
+    assert sorted(len(c.program.steps) for c in cands) == [2, 2, 3]
+    assert induce(episode([LOGIN], seed=1)) == []
+
+
+def test_skill_parameters_come_from_task_values():
+    (full,) = [c for c in induce(episode([USER, PASS, LOGIN], seed=1)) if len(c.program.steps) == 3]
+    assert full.program.params == ("username", "password")
+    code = full.program.render(full.name)
+    assert "type(textbox('username'), username)" in code and "tap(button('Login'))" in code
+
+
+def test_a_skill_runs_on_another_seed_with_new_values():
+    (full,) = [c for c in induce(episode([USER, PASS, LOGIN], seed=1)) if len(c.program.steps) == 3]
+    env = FormEnv()
+    obs = env.reset(Task(id="form", goal="", app="form", seed=5))
+    run = execute(env, full.program, env.task.params, obs)
+    assert run.error is None and run.done and env.evaluate().success
+
+
+def test_interpreter_stops_with_a_typed_error_when_a_selector_does_not_resolve():
+    program = SkillProgram.from_templates((Action(kind=ActionKind.TAP, selector=Selector(role=Role.BUTTON,
+                                                                                         text="Nope")),))
+    env = FormEnv()
+    obs = env.reset(Task(id="form", goal="", app="form", seed=1))
+    run = execute(env, program, {}, obs, name="broken")
+    assert run.error.code is ActionErrorCode.SKILL_FAILED and "no_match" in run.error.message
+
+
+def test_verification_accepts_a_reproducing_skill_and_rejects_one_that_does_not():
+    (full,) = [c for c in induce(episode([USER, PASS, LOGIN], seed=1)) if len(c.program.steps) == 3]
+    assert verify(FormEnv(), full.program, full.source).ok
+    wrong_steps = tuple(a.model_copy(update={"text": "{password}"}) if a.text == "{username}" else a
+                        for a in full.program.steps)
+    wrong = SkillProgram.from_templates(wrong_steps)
+    verdict = verify(FormEnv(), wrong, full.source)
+    assert not verdict.ok and "did not succeed" in verdict.reason
+
+
+def test_unverified_skills_are_not_recalled_unless_configured(kit):
+    trajectory = episode([USER, PASS, LOGIN], seed=1)
+    env = FormEnv()
+    q = RecallQuery(task=Task(id="form", goal="x", app="form", params={"username": "a", "password": "b"}),
+                    observation=env.reset(Task(id="form", goal="", app="form", seed=2)))
+    no_env = SkillMemory(kit, SkillSettings())
+    no_env.learn(trajectory)
+    assert no_env.stats() == {"unverified": 3} and no_env.recall(q).items == ()
+    allowed = SkillMemory(kit, SkillSettings(recall_unverified=True))
+    assert len(allowed.recall(q).items) == 3
+
+
+def test_verified_skills_are_recalled_with_code_and_merged_by_program(kit):
+    mem = SkillMemory(kit, SkillSettings(k=2), env_factory=FormEnv)
+    mem.learn(episode([USER, PASS, LOGIN], seed=1))
+    report = mem.learn(episode([USER, PASS, LOGIN], seed=2))
+    assert mem.stats() == {"verified": 3} and report.merged == 3
+    env = FormEnv()
+    obs = env.reset(Task(id="form", goal="", app="form", seed=4))
+    inj = mem.recall(RecallQuery(task=env.task, observation=obs))
+    assert len(inj.items) == 2 and all(i.kind is ItemKind.SKILL and i.name for i in inj.items)
+    assert "def " in inj.text
+
+
+def test_use_is_counted_only_when_the_skill_runs(kit):
+    mem = SkillMemory(kit, SkillSettings(), env_factory=FormEnv)
+    mem.learn(episode([USER, PASS, LOGIN], seed=1))
+    env = FormEnv()
+    obs = env.reset(Task(id="form", goal="", app="form", seed=4))
+    inj = mem.recall(RecallQuery(task=env.task, observation=obs))
+    shown = inj.items[0]
+    assert mem.usage(shown.id)["uses"] == 0
+    transition, performed = mem.run_skill(env, Action(kind=ActionKind.RUN_SKILL, skill=shown.name), env.task, obs)
+    assert transition.error is None and performed
+    assert mem.usage(shown.id) == {"uses": 1, "successes": 1, "failures": 0}
+
+
+def test_mmr_prefers_novel_items_over_near_duplicates():
+    vecs = np.array([[1, 0, 0], [0.99, 0.14, 0], [0, 1, 0]], dtype=np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    scores = np.array([0.9, 0.89, 0.6], dtype=np.float32)
+    assert mmr(scores, vecs, 2, 0.7) == [0, 2]
+    assert mmr(scores, vecs, 2, 1.0) == [0, 1]
