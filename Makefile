@@ -41,9 +41,13 @@ unit: setup
 
 test: lint types imports unit
 
+# The main job: a lifelong evaluation on MiniWoB++ with the offline explorer (a fresh run each time).
+DEMO_METHODS ?= graph,skills,steer,append_all_similarity,stack
+DEMO_ROUNDS ?= 5
 demo: setup
-	$(BIN)/guimem doctor
-	$(BIN)/guimem run --env miniwob --task click-test-2 --seed 0 --policy explorer --out $(DEMO_OUT)
+	$(BIN)/guimem doctor --no-browser
+	rm -rf $(DEMO_OUT)
+	$(BIN)/guimem eval --suite demo --rounds $(DEMO_ROUNDS) --methods $(DEMO_METHODS) --out $(DEMO_OUT)
 
 bench: setup
 	@for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done

@@ -44,10 +44,10 @@ def _spec(st: CliState, env: str, suite: str, rounds: int, methods: str, policy:
 
 def print_summary(st: CliState, summary: Summary, title: str) -> None:
     """The results table."""
-    headers, rows = pass_table(summary)
+    headers, rows = pass_table(summary, compact=True)
     table = Table(title=title)
     for h in headers:
-        table.add_column(h, justify="left" if h == "method" else "right")
+        table.add_column(h, justify="left" if h == "method" else "right", no_wrap=h == "method")
     for row in rows:
         table.add_row(*row)
     st.console.print(table)

@@ -14,13 +14,23 @@ from guimem.errors import GuimemError
 from guimem.settings import GuimemSettings, load_settings
 
 
+def _width() -> int | None:
+    """Tables are wide: when stdout is not a terminal (make, CI logs, pipes) use 160 columns, not 80."""
+    import os
+    import sys
+
+    if sys.stdout.isatty() or "COLUMNS" in os.environ:
+        return None
+    return 160
+
+
 @dataclass
 class CliState:
     """Options every command sees."""
 
     json: bool = False
     settings: GuimemSettings = field(default_factory=load_settings)
-    console: Console = field(default_factory=lambda: Console(highlight=False))
+    console: Console = field(default_factory=lambda: Console(highlight=False, width=_width()))
     err: Console = field(default_factory=lambda: Console(stderr=True, highlight=False))
 
 

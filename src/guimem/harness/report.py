@@ -9,7 +9,7 @@ from guimem.harness.metrics import Summary
 from guimem.harness.runfiles import EvalSpec, RunDir
 
 PALETTE = ("#555555", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
-W, H, PAD = 560, 260, 44
+W, H, PAD, LEGEND = 700, 260, 44, 170
 
 
 def _colour(i: int) -> str:
@@ -21,14 +21,14 @@ def svg_lines(title: str, series: dict[str, list[float]], y_max: float = 1.0, y_
     n = max((len(v) for v in series.values()), default=1)
 
     def x(i: int) -> float:
-        return PAD + (W - 2 * PAD) * (i / max(n - 1, 1))
+        return PAD + (W - 2 * PAD - LEGEND) * (i / max(n - 1, 1))
 
     def y(v: float) -> float:
         return H - PAD - (H - 2 * PAD) * (v / y_max if y_max else 0)
 
     parts = [f'<svg viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="{html.escape(title)}">',
              f'<text x="{W / 2}" y="18" text-anchor="middle" font-weight="bold">{html.escape(title)}</text>',
-             f'<line x1="{PAD}" y1="{H - PAD}" x2="{W - PAD}" y2="{H - PAD}" stroke="#999"/>',
+             f'<line x1="{PAD}" y1="{H - PAD}" x2="{W - PAD - LEGEND}" y2="{H - PAD}" stroke="#999"/>',
              f'<line x1="{PAD}" y1="{PAD}" x2="{PAD}" y2="{H - PAD}" stroke="#999"/>',
              f'<text x="10" y="{PAD - 8}" font-size="11">{html.escape(y_label)}</text>']
     for tick in (0.0, 0.5, 1.0):
@@ -40,9 +40,9 @@ def svg_lines(title: str, series: dict[str, list[float]], y_max: float = 1.0, y_
         pts = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(values))
         parts.append(f'<polyline fill="none" stroke="{_colour(k)}" stroke-width="2" points="{pts}"/>')
         parts += [f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="3" fill="{_colour(k)}"/>' for i, v in enumerate(values)]
-        parts.append(f'<text x="{W - PAD + 4}" y="{PAD + 14 * k}" font-size="11" fill="{_colour(k)}">'
+        parts.append(f'<text x="{W - LEGEND - PAD + 12}" y="{PAD + 14 * k}" font-size="11" fill="{_colour(k)}">'
                      f'{html.escape(name)}</text>')
-    parts.append(f'<text x="{W / 2}" y="{H - 6}" font-size="11" text-anchor="middle">round</text></svg>')
+    parts.append(f'<text x="{(W - LEGEND) / 2}" y="{H - 6}" font-size="11" text-anchor="middle">round</text></svg>')
     return "".join(parts)
 
 
@@ -59,7 +59,8 @@ def svg_bars(title: str, values: dict[str, float], unit: str = "") -> str:
         width = (W - 260) * v / top
         parts.append(f'<text x="170" y="{y0 + 14}" font-size="11" text-anchor="end">{html.escape(name)}</text>')
         parts.append(f'<rect x="176" y="{y0 + 2}" width="{width:.1f}" height="16" fill="{_colour(i)}"/>')
-        parts.append(f'<text x="{180 + width:.1f}" y="{y0 + 14}" font-size="11">{v:,.0f}{unit}</text>')
+        label = f"{v:,.0f}" if v >= 10 else f"{v:.2f}"
+        parts.append(f'<text x="{180 + width:.1f}" y="{y0 + 14}" font-size="11">{label}{unit}</text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -74,11 +75,13 @@ def _pct(v: float) -> str:
     return f"{100 * v:.1f}"
 
 
-def pass_table(summary: Summary) -> tuple[list[str], list[list[str]]]:
+def pass_table(summary: Summary, compact: bool = False) -> tuple[list[str], list[list[str]]]:
     """Headers and rows of the Pass@k table (percentages, 95 % CI at the last round)."""
     rounds = len(next(iter(summary.methods.values())).rounds) if summary.methods else 0
-    headers = ["method", *[f"Pass@{k}" for k in range(1, rounds + 1)], f"Pass@{rounds} 95% CI",
-               f"Δ vs none @{rounds} [CI]", "tokens/step", "recall p50 ms", "recall p95 ms"]
+    p = "P@" if compact else "Pass@"
+    headers = ["method", *[f"{p}{k}" for k in range(1, rounds + 1)], f"{p}{rounds} 95% CI",
+               f"Δ vs none @{rounds} [CI]", "tok/step" if compact else "tokens/step",
+               "p50 ms" if compact else "recall p50 ms", "p95 ms" if compact else "recall p95 ms"]
     rows = []
     for name, m in summary.methods.items():
         last = str(rounds)
@@ -97,6 +100,12 @@ def render(spec: EvalSpec, summary: Summary) -> str:
     """The report page."""
     success = {n: [r.success_rate for r in m.rounds] for n, m in summary.methods.items()}
     tokens = {n: float(m.injected_tokens_total) for n, m in summary.methods.items()}
+    latency = {f"{n} p50": max((r.recall_ms_p50 for r in m.rounds), default=0.0)
+               for n, m in summary.methods.items() if n != "none"}
+    latency |= {f"{n} p95": max((r.recall_ms_p95 for r in m.rounds), default=0.0)
+                for n, m in summary.methods.items() if n != "none"}
+    sizes = {n: [float(sum(r.memory.values())) for r in m.rounds] for n, m in summary.methods.items() if n != "none"}
+    top = max((v for vals in sizes.values() for v in vals), default=1.0) or 1.0
     headers, rows = pass_table(summary)
     memory_rows = [[n, str(r.round + 1), html.escape(", ".join(f"{k}: {v}" for k, v in sorted(r.memory.items())))]
                    for n, m in summary.methods.items() for r in m.rounds]
@@ -115,7 +124,9 @@ run {status}; generated {time.strftime("%Y-%m-%d %H:%M:%S")}.</p>
 <p>Pass@k: a (task, seed) counts once it succeeded in any of the first k rounds. CIs: bootstrap over tasks
 ({len(spec.suite.task_names())} clusters), paired against <code>none</code>.</p>
 <div class="plots">{svg_lines("Success rate per round", success, 1.0, "success")}
-{svg_bars("Injected tokens (all rounds)", tokens)}</div>
+{svg_bars("Injected tokens (all rounds)", tokens)}
+{svg_bars("Recall latency, worst round (ms)", dict(sorted(latency.items())), " ms")}
+{svg_lines("Memory size after each round (items)", sizes, top, "items")}</div>
 <h2>Memory size by status</h2>{_table(["method", "round", "items"], memory_rows)}
 </body></html>"""
 
