@@ -29,3 +29,10 @@ def test_different_screens_get_different_signatures_and_hashes():
     assert screen_signature(login) != screen_signature(inbox)
     assert structure_hash(login) != structure_hash(inbox)
     assert structure_hash(login) == structure_hash(login_screen(username_value="zed"))
+
+
+def test_masking_replaces_whole_words_only():
+    from guimem.types import mask_text
+
+    assert mask_text("username field on login-user", ["US"]) == "username field on login-user"
+    assert mask_text("Email from US office", ["US"]) == "Email from {v} office"

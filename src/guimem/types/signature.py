@@ -25,7 +25,8 @@ def mask_text(text: str, masks: Iterable[str] = ()) -> str:
     """Mask volatile parts of ``text``: given values become ``{v}``, numbers ``#``."""
     out = text
     for value in sorted((m for m in masks if len(m.strip()) >= 2), key=len, reverse=True):
-        out = re.sub(re.escape(value.strip()), "{v}", out, flags=re.IGNORECASE)
+        # whole words only: a password "US" must not turn "username" into "{v}ername"
+        out = re.sub(rf"(?<!\w){re.escape(value.strip())}(?!\w)", "{v}", out, flags=re.IGNORECASE)
     out = _NUMBER.sub("#", out)
     out = _SPACE.sub(" ", out).strip()
     return out[:_MAX_TEXT]
