@@ -97,3 +97,39 @@ def test_report_rebuilds_and_compare_prints_differences(tmp_path, monkeypatch):
     result = runner.invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--json"])
     rows = json.loads(result.output)
     assert {r["method"] for r in rows} == {"none", "graph"} and all(r["difference"] == 0 for r in rows)
+
+
+def test_learn_recall_and_memory_commands(tmp_path, monkeypatch):
+    monkeypatch.setenv("GUIMEM_EMBEDDER__NAME", "hashing")
+    from guimem.testing import FormEnv
+    from guimem.types import Task, write_trajectories
+    from tests.memory.conftest import LOGIN, PASS, USER, episode
+
+    traj = tmp_path / "t.jsonl"
+    write_trajectories(traj, [episode([USER, PASS, LOGIN], seed=1), episode([LOGIN], seed=2)])
+    store = str(tmp_path / "m.sqlite")
+    result = runner.invoke(app, ["learn", str(traj), "--store", store, "--method", "graph", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["episodes"] == 2
+    env = FormEnv()
+    obs_file = tmp_path / "obs.json"
+    obs_file.write_text(env.reset(Task(id="form", goal="", app="form", seed=3)).model_dump_json())
+    result = runner.invoke(app, ["recall", "--store", store, "--method", "graph", "--goal", env.task.goal,
+                                 "--observation", str(obs_file), "--json"])
+    injection = json.loads(result.output)["injection"]
+    assert {i["success"] for i in injection["items"]} == {True, False}
+    listed = json.loads(runner.invoke(app, ["memory", "list", "--store", store, "--method", "graph", "--kind", "edge",
+                                            "--json"]).output)
+    shown = runner.invoke(app, ["memory", "show", listed[0]["id"], "--store", store, "--method", "graph"])
+    assert shown.exit_code == 0 and listed[0]["id"] in shown.output
+    stats = json.loads(runner.invoke(app, ["memory", "stats", "--store", store, "--method", "graph",
+                                           "--json"]).output)
+    assert stats["items"]["node:active"] >= 1
+
+
+def test_learn_reports_the_line_of_a_malformed_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("GUIMEM_EMBEDDER__NAME", "hashing")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{}\n")
+    result = runner.invoke(app, ["learn", str(bad), "--store", str(tmp_path / "m.sqlite"), "--method", "graph"])
+    assert result.exit_code == 2 and "bad.jsonl:1" in result.output

@@ -8,6 +8,7 @@ import typer
 
 from guimem import __version__
 from guimem.cli import evaluate as eval_cmd
+from guimem.cli import memory as memory_cmd
 from guimem.cli import run as run_cmd
 from guimem.cli.output import CliState, emit_json, state
 from guimem.harness.doctor import run_doctor
@@ -72,6 +73,9 @@ app.command("suites")(run_cmd.suites)
 app.command("eval")(eval_cmd.eval_command)
 app.command("report")(eval_cmd.report_command)
 app.command("compare")(eval_cmd.compare_command)
+app.command("learn")(memory_cmd.learn)
+app.command("recall")(memory_cmd.recall)
+app.add_typer(memory_cmd.memory_app, name="memory")
 
 
 def main() -> None:

@@ -1,0 +1,219 @@
+"""``guimem learn``, ``guimem recall`` and ``guimem memory ...``: thin layers over `MemoryService`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import typer
+from pydantic import BaseModel, ValidationError
+from rich.table import Table
+
+from guimem.cli.output import CliState, emit_json, fail, state
+from guimem.errors import DataError, GuimemError
+from guimem.service.core import MemoryService, ServiceSettings
+from guimem.service.models import RecallRequest
+from guimem.types import Observation
+
+STORE = typer.Option(..., "--store", help="Store: a SQLite path, or postgresql://...")
+METHOD = typer.Option("steer", "--method", "-m", help="Memory method (namespace) in the store.")
+JSON = typer.Option(False, "--json", help="Print JSON.")
+memory_app = typer.Typer(help="Inspect, curate, export and import a memory.", no_args_is_help=True)
+
+
+@contextmanager
+def _service(ctx: typer.Context, store: str, method: str, verify: bool = False) -> Iterator[MemoryService]:
+    st = state(ctx)
+    env_holder: list[object] = []
+    factory: Callable[[], object] | None = None
+    if verify:
+        from guimem.harness.factory import make_env
+
+        def factory() -> object:
+            if not env_holder:
+                env_holder.append(make_env("miniwob", st.settings))
+            return env_holder[0]
+
+    try:
+        service = MemoryService(ServiceSettings(store=store, method=method), st.settings, env_factory=factory)  # type: ignore[arg-type]
+    except GuimemError as exc:
+        raise fail(ctx, exc) from None
+    try:
+        yield service
+    except GuimemError as exc:
+        raise fail(ctx, exc) from None
+    finally:
+        service.close()
+        for env in env_holder:
+            env.close()  # type: ignore[attr-defined]
+
+
+def _out(st: CliState, as_json: bool, value: BaseModel | list[BaseModel], render: Callable[[], None]) -> None:
+    if st.json or as_json:
+        emit_json([v.model_dump(mode="json") for v in value] if isinstance(value, list) else value)
+    else:
+        render()
+
+
+def learn(
+    ctx: typer.Context,
+    trajectories: Path = typer.Argument(..., help="A trajectory file (JSONL, one episode per line)."),
+    store: str = STORE,
+    method: str = METHOD,
+    end_round: bool = typer.Option(True, "--end-round/--no-end-round",
+                                   help="Apply the round boundary after learning (STEER admissions, merges)."),
+    verify: bool = typer.Option(False, "--verify", help="Verify induced skills by replay in MiniWoB++."),
+    json_output: bool = JSON,
+) -> None:
+    """Learn from a trajectory file. Transactional: a malformed line fails the file and stores nothing."""
+    st = state(ctx)
+    with _service(ctx, store, method, verify) as svc:
+        reply = svc.learn_file(trajectories)
+        stats = svc.end_round() if end_round else svc.stats()
+    _out(st, json_output, reply, lambda: st.console.print(
+        f"learned {reply.episodes} episodes into {method}: {reply.added} added, {reply.merged} merged, "
+        f"{reply.dropped} dropped; items now {stats.items}"))
+
+
+def _observation(path: Path) -> Observation:
+    try:
+        return Observation.model_validate_json(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise DataError(f"cannot read observation: {exc.strerror}", path=str(path)) from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise DataError(first["msg"], path=str(path), field=".".join(str(p) for p in first["loc"])) from None
+
+
+def recall(
+    ctx: typer.Context,
+    goal: str = typer.Option(..., "--goal", "-g", help="The task goal in words."),
+    observation: Path = typer.Option(..., "--observation", help="The current screen: an Observation as JSON."),
+    store: str = STORE,
+    method: str = METHOD,
+    task: str = typer.Option("adhoc", "--task", help="Task id (decides task-scoped knowledge)."),
+    param: list[str] = typer.Option([], "--param", help="Task parameter as key=value (repeatable)."),
+    json_output: bool = JSON,
+) -> None:
+    """What memory would inject for this goal and screen."""
+    st = state(ctx)
+    params = dict(p.split("=", 1) for p in param if "=" in p)
+    with _service(ctx, store, method) as svc:
+        reply = svc.recall(RecallRequest(goal=goal, observation=_observation(observation), task_id=task,
+                                         params=params))
+    inj = reply.injection
+
+    def render() -> None:
+        st.console.print(inj.text or f"(nothing injected{': ' + inj.note if inj.note else ''})", markup=False)
+        st.console.print(f"[dim]{len(inj.items)} items, {inj.tokens} tokens[/]")
+
+    _out(st, json_output, reply, render)
+
+
+@memory_app.command("stats")
+def stats_cmd(ctx: typer.Context, store: str = STORE, method: str = METHOD, json_output: bool = JSON) -> None:
+    """Item counts by kind and status."""
+    st = state(ctx)
+    with _service(ctx, store, method) as svc:
+        s = svc.stats()
+    _out(st, json_output, s, lambda: st.console.print(
+        f"{s.method} ({s.namespace}): {s.events} events, round {s.round}\n" +
+        "\n".join(f"  {k}: {v}" for k, v in s.items.items())))
+
+
+@memory_app.command("list")
+def list_cmd(ctx: typer.Context, store: str = STORE, method: str = METHOD,
+             kind: str | None = typer.Option(None, "--kind", help="node, edge, skill, knowledge."),
+             status: str | None = typer.Option(None, "--status", help="e.g. admitted, candidate, verified."),
+             json_output: bool = JSON) -> None:
+    """Current items."""
+    st = state(ctx)
+    with _service(ctx, store, method) as svc:
+        items = svc.list_items(kind, status)
+
+    def render() -> None:
+        table = Table(title=f"{method}: {len(items)} items")
+        for col in ("id", "kind", "status", "v", "summary"):
+            table.add_column(col)
+        for i in items:
+            table.add_row(i.id, i.kind, i.status, str(i.version), i.summary)
+        st.console.print(table)
+
+    _out(st, json_output, [*items], render)
+
+
+@memory_app.command("show")
+def show_cmd(ctx: typer.Context, item: str = typer.Argument(..., help="Item id."), store: str = STORE,
+             method: str = METHOD, json_output: bool = JSON) -> None:
+    """One item in full (a skill with its code)."""
+    st = state(ctx)
+    with _service(ctx, store, method) as svc:
+        detail = svc.show(item)
+    _out(st, json_output, detail, lambda: st.console.print(
+        f"{detail.id} {detail.kind} [{detail.status}] v{detail.version}\n" +
+        (detail.code + "\n" if detail.code else "") + json.dumps(detail.body, indent=2), markup=False))
+
+
+@memory_app.command("history")
+def history_cmd(ctx: typer.Context, item: str = typer.Argument(..., help="Item id."), store: str = STORE,
+                method: str = METHOD, json_output: bool = JSON) -> None:
+    """An item's events with their evidence."""
+    st = state(ctx)
+    with _service(ctx, store, method) as svc:
+        events = svc.history(item)
+    _out(st, json_output, [*events], lambda: st.console.print(
+        "\n".join(f"{e.seq:>6} {e.type:<10} {json.dumps(e.payload)}" for e in events), markup=False))
+
+
+@memory_app.command("export")
+def export_cmd(ctx: typer.Context, path: Path = typer.Argument(..., help="Output JSONL."), store: str = STORE,
+               method: str = METHOD, json_output: bool = JSON) -> None:
+    """Every version and event of the memory as JSONL."""
+    st = state(ctx)
+    with _service(ctx, store, method) as svc:
+        reply = svc.export(path)
+    _out(st, json_output, reply, lambda: st.console.print(
+        f"exported {reply.records} record versions and {reply.events} events to {reply.path}"))
+
+
+@memory_app.command("import")
+def import_cmd(ctx: typer.Context, path: Path = typer.Argument(..., help="An export JSONL."), store: str = STORE,
+               method: str = METHOD, json_output: bool = JSON) -> None:
+    """Load an export (validated first; one transaction)."""
+    st = state(ctx)
+    with _service(ctx, store, method) as svc:
+        reply = svc.import_(path)
+    _out(st, json_output, reply, lambda: st.console.print(
+        f"imported {reply.records} record versions and {reply.events} events from {reply.path}"))
+
+
+def _curate(ctx: typer.Context, item: str, store: str, method: str, status: str, reason: str, as_json: bool) -> None:
+    st = state(ctx)
+    with _service(ctx, store, method) as svc:
+        summary = svc.set_status(item, status, reason)
+    _out(st, as_json, summary, lambda: st.console.print(f"{summary.id} is now {summary.status}"))
+
+
+@memory_app.command("admit")
+def admit_cmd(ctx: typer.Context, item: str = typer.Argument(...), store: str = STORE, method: str = METHOD,
+              reason: str = typer.Option("manual", "--reason"), json_output: bool = JSON) -> None:
+    """Admit an item in trial (manual curation, logged)."""
+    _curate(ctx, item, store, method, "admitted", reason, json_output)
+
+
+@memory_app.command("retire")
+def retire_cmd(ctx: typer.Context, item: str = typer.Argument(...), store: str = STORE, method: str = METHOD,
+               reason: str = typer.Option("manual", "--reason"), json_output: bool = JSON) -> None:
+    """Retire an admitted item (manual curation, logged)."""
+    _curate(ctx, item, store, method, "retired", reason, json_output)
+
+
+@memory_app.command("end-round")
+def end_round_cmd(ctx: typer.Context, store: str = STORE, method: str = METHOD, json_output: bool = JSON) -> None:
+    """Apply a round boundary: merges, admissions, rejections."""
+    st = state(ctx)
+    with _service(ctx, store, method) as svc:
+        s = svc.end_round()
+    _out(st, json_output, s, lambda: st.console.print(f"round {s.round}: {s.items}"))

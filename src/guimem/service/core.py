@@ -1,0 +1,283 @@
+"""`MemoryService`: every memory operation, once, for the CLI, the HTTP API and the MCP server."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+
+from guimem.embeddings import CachedEmbedder, create_embedder
+from guimem.envs.base import Env
+from guimem.errors import ConfigError, DataError, NotFoundError
+from guimem.memory.base import Memory, RecallQuery
+from guimem.memory.factory import METHODS, MemorySpec, create_memory
+from guimem.memory.kit import MemoryKit
+from guimem.memory.steer.items import ItemStatus
+from guimem.service.models import (
+    EventView,
+    ItemDetail,
+    ItemSummary,
+    LearnReply,
+    RecallReply,
+    RecallRequest,
+    Stats,
+    TransferReply,
+)
+from guimem.settings import GuimemSettings
+from guimem.storage import Record, Store, create_store
+from guimem.storage.base import EventDraft
+from guimem.tokens import TiktokenCounter
+from guimem.types import Task, Trajectory, read_trajectories
+
+EXPORT_VERSION = 1
+
+
+class ServiceSettings(BaseModel):
+    """What a service instance serves."""
+
+    store: str
+    method: str = "steer"
+    namespace: str | None = None
+    data_dir: Path | None = None
+    spec: MemorySpec = MemorySpec()
+
+
+def _summary(kind: str, body: dict[str, object]) -> str:
+    for key in ("content", "text", "description", "signature", "name"):
+        value = body.get(key)
+        if isinstance(value, str) and value:
+            return value.splitlines()[0][:100]
+    return kind
+
+
+class MemoryService:
+    """One memory (a method in a namespace of a store) and every operation on it.
+
+    Thread-safe: operations are serialised by a lock (the store itself is safe across processes).
+
+    Args:
+        settings: Store URL, method, namespace, data directory (paths for export/import must lie in it).
+        process: Process settings (embedder, token encoding).
+        env_factory: For verifying skills by replay during ``learn`` (optional).
+    """
+
+    def __init__(self, settings: ServiceSettings, process: GuimemSettings | None = None,
+                 env_factory: Callable[[], Env] | None = None, embedder: CachedEmbedder | None = None) -> None:
+        if settings.method not in METHODS:
+            raise ConfigError(f"unknown method {settings.method!r}", suggestion=f"methods: {', '.join(METHODS)}")
+        self.settings = settings
+        self.process = process or GuimemSettings()
+        self.namespace = settings.namespace or settings.method
+        self.store: Store = create_store(settings.store)
+        self._embedder = embedder or create_embedder(self.process.embedder)
+        self._check_embedder()
+        self.kit = MemoryKit(store=self.store, embedder=self._embedder,
+                             counter=TiktokenCounter(self.process.token_encoding), namespace=self.namespace,
+                             vector_index=self.process.vector_index)
+        self.memory: Memory = create_memory(settings.method, self.kit, settings.spec, env_factory)
+        self._lock = threading.RLock()
+
+    def _check_embedder(self) -> None:
+        key = f"{self.namespace}.embedder"
+        have = self.store.meta_get(key)
+        if have is None:
+            self.store.meta_set(key, self._embedder.name)
+        elif have != self._embedder.name:
+            raise ConfigError(f"this memory was built with embedder {have!r}, not {self._embedder.name!r}",
+                              suggestion="use the same GUIMEM_EMBEDDER__NAME, or a new store")
+
+    def close(self) -> None:
+        """Close the store."""
+        self.store.close()
+
+    def recall(self, request: RecallRequest) -> RecallReply:
+        """What memory shows the agent for this step."""
+        task = Task(id=request.task_id, goal=request.goal, app=request.app or request.observation.app,
+                    params=request.params)
+        with self._lock:
+            injection = self.memory.recall(RecallQuery(task=task, observation=request.observation, step=request.step,
+                                                       slot=request.slot))
+        return RecallReply(method=self.memory.name, injection=injection)
+
+    def learn(self, trajectories: list[Trajectory]) -> LearnReply:
+        """Learn from episodes, all in one transaction (all or nothing)."""
+        reply = LearnReply(episodes=len(trajectories), added=0, merged=0, dropped=0)
+        with self._lock, self.store.transaction():
+            for t in trajectories:
+                r = self.memory.learn(t)
+                reply.added += r.added
+                reply.merged += r.merged
+                reply.dropped += r.dropped
+        return reply
+
+    def learn_file(self, path: Path) -> LearnReply:
+        """Learn from a trajectory file; a malformed line fails the whole file and stores nothing."""
+        return self.learn(read_trajectories(self._path(path, must_exist=True)))
+
+    def end_round(self) -> Stats:
+        """Consolidate (merges, admissions) and return the counts."""
+        with self._lock, self.store.transaction():
+            self.memory.end_round()
+        return self.stats()
+
+    def stats(self) -> Stats:
+        """Item counts by kind and status."""
+        raw = self.store.stats(self.namespace)
+        items = {f"{kind}:{status}": n for (kind, status), n in sorted(raw.by_kind_status.items())}
+        rnd = self.store.meta_get(f"{self.namespace}.round")
+        return Stats(method=self.memory.name, namespace=self.namespace, items=items, events=raw.events,
+                     round=int(rnd) if rnd is not None else None)
+
+    def list_items(self, kind: str | None = None, status: str | None = None) -> list[ItemSummary]:
+        """Current items, optionally filtered."""
+        records = self.store.query(self.namespace, kind, [status] if status else None)
+        return [ItemSummary(id=r.id, kind=r.kind, status=r.status, version=r.version,
+                            summary=_summary(r.kind, json.loads(r.body))) for r in records]
+
+    def _record(self, item_id: str) -> Record:
+        rec = self.store.get(item_id)
+        if rec.namespace != self.namespace:
+            raise NotFoundError("item", item_id)
+        return rec
+
+    def show(self, item_id: str) -> ItemDetail:
+        """One item in full (a skill with its code)."""
+        rec = self._record(item_id)
+        body = json.loads(rec.body)
+        code = None
+        if rec.kind == "skill" or body.get("program"):
+            from guimem.memory.skills.program import SkillProgram
+
+            code = SkillProgram.model_validate(body["program"]).render(str(body.get("name", "skill")),
+                                                                       str(body.get("description", ""))[:200])
+        return ItemDetail(id=rec.id, kind=rec.kind, status=rec.status, version=rec.version,
+                          summary=_summary(rec.kind, body), body=body, code=code)
+
+    def history(self, item_id: str) -> list[EventView]:
+        """An item's events (with their evidence), oldest first."""
+        self._record(item_id)
+        return [EventView(seq=e.seq, type=e.type, item_id=e.item_id, payload=json.loads(e.payload or "{}"),
+                          created_at=e.created_at) for e in self.store.events(item_id=item_id)]
+
+    def set_status(self, item_id: str, status: str, reason: str) -> ItemSummary:
+        """Manual curation (``admitted`` or ``retired``), checked and logged as an event."""
+        set_status = getattr(self.memory, "set_status", None)
+        if set_status is None:
+            raise ConfigError(f"{self.memory.name} items have no admission lifecycle",
+                              suggestion="curation applies to steer and stack memories")
+        with self._lock, self.store.transaction():
+            set_status(item_id, ItemStatus(status), reason)
+        rec = self._record(item_id)
+        return ItemSummary(id=rec.id, kind=rec.kind, status=rec.status, version=rec.version,
+                           summary=_summary(rec.kind, json.loads(rec.body)))
+
+    def _path(self, path: Path, must_exist: bool = False) -> Path:
+        resolved = path.resolve()
+        root = self.settings.data_dir
+        if root is not None and not resolved.is_relative_to(root.resolve()):
+            raise ConfigError(f"path {path} is outside the data directory {root}",
+                              suggestion="use a path inside the configured data directory")
+        if must_exist and not resolved.exists():
+            raise DataError("file does not exist", path=str(path))
+        return resolved
+
+    def export(self, path: Path) -> TransferReply:
+        """Every version of every item, and every event, as JSONL."""
+        target = self._path(path)
+        records, events = 0, 0
+        lines = [json.dumps({"type": "header", "version": EXPORT_VERSION, "method": self.memory.name,
+                             "namespace": self.namespace, "embedder": self._embedder.name})]
+        for rec in self.store.query(self.namespace):
+            for version in self.store.history(rec.id):
+                lines.append(json.dumps({"type": "record", "id": version.id, "kind": version.kind,
+                                         "status": version.status, "version": version.version,
+                                         "body": json.loads(version.body),
+                                         "vector": version.vector.hex() if version.vector else None}))
+                records += 1
+        for e in self.store.events(namespace=self.namespace):
+            lines.append(json.dumps({"type": "event", "event": e.type, "item_id": e.item_id,
+                                     "payload": json.loads(e.payload or "{}")}))
+            events += 1
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        tmp.replace(target)
+        return TransferReply(path=str(target), records=records, events=events)
+
+    def import_(self, path: Path) -> TransferReply:
+        """Load an export into this memory: validated first, written in one transaction."""
+        source = self._path(path, must_exist=True)
+        records, events = _parse_export(source, self._embedder.name)
+        with self._lock, self.store.transaction():
+            for r in records:
+                vector = bytes.fromhex(r.vector) if r.vector else None
+                self.store.put(Record(r.id, r.kind, self.namespace, r.status, json.dumps(r.body), vector))
+            for e in events:
+                self.store.append_event(EventDraft(e.event, e.item_id, self.namespace, json.dumps(e.payload)))
+        self.memory = create_memory(self.settings.method, self.kit, self.settings.spec)
+        return TransferReply(path=str(source), records=len(records), events=len(events))
+
+
+class ExportRecord(BaseModel):
+    """One item version in an export."""
+
+    type: Literal["record"]
+    id: str
+    kind: str
+    status: str
+    version: int = 0
+    body: dict[str, object]
+    vector: str | None = None
+
+
+class ExportEvent(BaseModel):
+    """One event in an export."""
+
+    type: Literal["event"]
+    event: str
+    item_id: str | None = None
+    payload: dict[str, object] = {}
+
+
+class ExportHeader(BaseModel):
+    """The first line of an export."""
+
+    type: Literal["header"]
+    version: int
+    embedder: str
+    method: str = ""
+    namespace: str = ""
+
+
+ExportLine = Annotated[ExportHeader | ExportRecord | ExportEvent, Field(discriminator="type")]
+_LINE: TypeAdapter[ExportHeader | ExportRecord | ExportEvent] = TypeAdapter(ExportLine)
+
+
+def _parse_export(path: Path, embedder: str) -> tuple[list[ExportRecord], list[ExportEvent]]:
+    records: list[ExportRecord] = []
+    events: list[ExportEvent] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            parsed = _LINE.validate_json(line)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(p) for p in first["loc"]) or None
+            raise DataError(first["msg"], path=str(path), line=number, field=field) from None
+        if isinstance(parsed, ExportHeader):
+            if parsed.version != EXPORT_VERSION:
+                raise DataError(f"export version {parsed.version} is not supported", path=str(path), line=number,
+                                field="version")
+            if parsed.embedder != embedder:
+                raise DataError(f"exported with embedder {parsed.embedder!r}, this memory uses {embedder!r}",
+                                path=str(path), line=number, field="embedder")
+        elif isinstance(parsed, ExportRecord):
+            records.append(parsed)
+        else:
+            events.append(parsed)
+    return records, events

@@ -1,0 +1,80 @@
+"""Typed requests and replies of the service operations (shared by CLI, HTTP and MCP)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from guimem.types import Injection, Observation
+
+
+class RecallRequest(BaseModel):
+    """What an agent asks memory before a step."""
+
+    goal: str = Field(min_length=1, max_length=4000)
+    observation: Observation
+    task_id: str = Field(default="adhoc", max_length=200)
+    app: str | None = Field(default=None, max_length=200)
+    params: dict[str, str] = Field(default_factory=dict)
+    step: int = Field(default=0, ge=0)
+    slot: int = Field(default=0, ge=0)
+
+
+class RecallReply(BaseModel):
+    """The injection, plus which method answered."""
+
+    method: str
+    injection: Injection
+
+
+class LearnReply(BaseModel):
+    """What learning did."""
+
+    episodes: int
+    added: int
+    merged: int
+    dropped: int
+
+
+class ItemSummary(BaseModel):
+    """One line of ``memory list``."""
+
+    id: str
+    kind: str
+    status: str
+    version: int
+    summary: str
+
+
+class ItemDetail(ItemSummary):
+    """``memory show``: the whole body, and a skill's code."""
+
+    body: dict[str, object]
+    code: str | None = None
+
+
+class EventView(BaseModel):
+    """One event of an item's history."""
+
+    seq: int
+    type: str
+    item_id: str | None
+    payload: dict[str, object]
+    created_at: float
+
+
+class Stats(BaseModel):
+    """Counts of a memory."""
+
+    method: str
+    namespace: str
+    items: dict[str, int]
+    events: int
+    round: int | None = None
+
+
+class TransferReply(BaseModel):
+    """Export / import result."""
+
+    path: str
+    records: int
+    events: int

@@ -1,0 +1,145 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from guimem.embeddings import CachedEmbedder
+from guimem.embeddings.hashing import HashingEmbedder
+from guimem.errors import ConfigError, DataError, TrajectoryFormatError
+from guimem.service.core import MemoryService, ServiceSettings
+from guimem.service.models import RecallRequest
+from guimem.settings import GuimemSettings
+from guimem.testing import FormEnv
+from guimem.types import Task, write_trajectories
+from tests.memory.conftest import LOGIN, PASS, USER, episode
+
+
+def service(tmp_path, method="steer", store="m.sqlite", data_dir=None, dim=64):
+    process = GuimemSettings()
+    process.embedder.name = "hashing"
+    process.embedder.dim = dim
+    return MemoryService(ServiceSettings(store=str(tmp_path / store), method=method, data_dir=data_dir), process,
+                         env_factory=FormEnv, embedder=CachedEmbedder(HashingEmbedder(dim)))
+
+
+def trajectories(tmp_path):
+    path = tmp_path / "t.jsonl"
+    write_trajectories(path, [episode([USER, PASS, LOGIN], seed=1), episode([LOGIN], seed=2)])
+    return path
+
+
+def request(seed=5):
+    env = FormEnv()
+    obs = env.reset(Task(id="form", goal="", app="form", seed=seed))
+    return RecallRequest(goal=env.task.goal, observation=obs, task_id="form", params=env.task.params)
+
+
+def test_learn_end_round_recall_and_inspect(tmp_path):
+    svc = service(tmp_path)
+    reply = svc.learn_file(trajectories(tmp_path))
+    assert reply.episodes == 2 and reply.added == 2
+    stats = svc.end_round()
+    assert stats.items == {"knowledge:candidate": 2} and stats.round == 1
+    items = svc.list_items(kind="knowledge", status="candidate")
+    detail = svc.show(items[0].id)
+    assert detail.body["kind"] in ("procedure", "warning")
+    assert [e.type for e in svc.history(items[0].id)] == ["created"]
+    assert svc.recall(request()).method == "steer"
+
+
+def test_a_malformed_line_fails_the_whole_file_and_stores_nothing(tmp_path):
+    svc = service(tmp_path, method="graph")
+    path = trajectories(tmp_path)
+    path.write_text(path.read_text() + '{"version": 1, "task": 3}\n')
+    with pytest.raises(TrajectoryFormatError) as info:
+        svc.learn_file(path)
+    assert info.value.line == 3
+    assert svc.stats().items == {} and svc.stats().events == 0
+
+
+def test_a_crash_inside_learning_rolls_everything_back(tmp_path):
+    svc = service(tmp_path, method="graph")
+    good = episode([USER, PASS, LOGIN], seed=1)
+
+    class Boom(Exception):
+        pass
+
+    original = svc.memory.learn
+    calls = []
+
+    def flaky(t):
+        calls.append(t)
+        if len(calls) == 2:
+            raise Boom
+        return original(t)
+
+    svc.memory.learn = flaky
+    with pytest.raises(Boom):
+        svc.learn([good, good])
+    assert svc.stats().items == {}
+
+
+def test_skills_show_their_code(tmp_path):
+    svc = service(tmp_path, method="skills")
+    svc.learn_file(trajectories(tmp_path))
+    skill = svc.list_items(kind="skill")[0]
+    assert "def " in svc.show(skill.id).code
+
+
+def test_export_import_round_trip_keeps_versions_and_events(tmp_path):
+    svc = service(tmp_path)
+    svc.learn_file(trajectories(tmp_path))
+    svc.end_round()
+    out = svc.export(tmp_path / "export.jsonl")
+    assert out.records == 2 and out.events >= 2
+    other = service(tmp_path, store="other.sqlite")
+    back = other.import_(tmp_path / "export.jsonl")
+    assert back.records == out.records and other.stats().items == svc.stats().items
+    assert {i.id for i in other.list_items()} == {i.id for i in svc.list_items()}
+
+
+def test_import_refuses_a_bad_file_and_writes_nothing(tmp_path):
+    svc = service(tmp_path)
+    svc.learn_file(trajectories(tmp_path))
+    svc.end_round()
+    svc.export(tmp_path / "export.jsonl")
+    lines = (tmp_path / "export.jsonl").read_text().splitlines()
+    lines.insert(2, json.dumps({"type": "record", "id": "x"}))
+    (tmp_path / "bad.jsonl").write_text("\n".join(lines))
+    other = service(tmp_path, store="other.sqlite")
+    with pytest.raises(DataError) as info:
+        other.import_(tmp_path / "bad.jsonl")
+    assert info.value.line == 3
+    assert other.stats().items == {}
+
+
+def test_paths_outside_the_data_directory_are_refused(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    svc = service(tmp_path, data_dir=data)
+    with pytest.raises(ConfigError, match="outside the data directory"):
+        svc.export(tmp_path / "elsewhere.jsonl")
+    with pytest.raises(ConfigError, match="outside"):
+        svc.import_(data / ".." / "escape.jsonl")
+    assert svc.export(data / "ok.jsonl").records == 0
+
+
+def test_a_memory_built_with_another_embedder_is_refused(tmp_path):
+    service(tmp_path, dim=64).close()
+    with pytest.raises(ConfigError, match="built with embedder 'hashing:64'"):
+        service(tmp_path, dim=32)
+
+
+def test_manual_curation_is_checked_and_logged(tmp_path):
+    svc = service(tmp_path)
+    svc.learn_file(trajectories(tmp_path))
+    svc.end_round()
+    item = svc.list_items()[0].id
+    from guimem.errors import LifecycleError
+
+    with pytest.raises(LifecycleError):
+        svc.set_status(item, "retired", "not admitted yet")
+    graph = service(tmp_path, method="graph", store="g.sqlite")
+    with pytest.raises(ConfigError, match="no admission lifecycle"):
+        graph.set_status("x", "admitted", "")
