@@ -62,7 +62,7 @@ def test_a_crash_inside_learning_rolls_everything_back(tmp_path):
     svc = service(tmp_path, method="graph")
     good = episode([USER, PASS, LOGIN], seed=1)
 
-    class Boom(Exception):
+    class BoomError(Exception):
         pass
 
     original = svc.memory.learn
@@ -71,11 +71,11 @@ def test_a_crash_inside_learning_rolls_everything_back(tmp_path):
     def flaky(t):
         calls.append(t)
         if len(calls) == 2:
-            raise Boom
+            raise BoomError
         return original(t)
 
     svc.memory.learn = flaky
-    with pytest.raises(Boom):
+    with pytest.raises(BoomError):
         svc.learn([good, good])
     assert svc.stats().items == {}
 
