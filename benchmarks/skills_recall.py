@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from _synthetic import FixedEmbedder, percentiles, sample_screen, unit
+
 from guimem.embeddings.e5 import E5Embedder
 from guimem.memory.base import RecallQuery
 from guimem.memory.generalise import state_text

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from guimem.agents.base import Decision, PolicyInput
+from guimem.agents.base import Decision, Policy, PolicyInput
 from guimem.agents.prompting import render_screen, template
 from guimem.errors import LLMError, LLMResponseError
 from guimem.llm import ChatMessage, LLMClient, extract_json, image_part, text_message
@@ -91,12 +91,17 @@ class LLMPolicy:
 
     @classmethod
     def from_settings(cls, settings: GuimemSettings, seed: int = 0, context: str = "react",
-                      screenshots: bool = False, **_: object) -> LLMPolicy:
-        """Build with the configured OpenAI-compatible endpoint."""
+                      screenshots: bool = False, **_: object) -> Policy:
+        """Build with the configured OpenAI-compatible endpoint (``conact`` uses the five-part protocol)."""
         from guimem.llm.openai import OpenAIChatClient
 
-        return cls(OpenAIChatClient(settings.llm), LLMPolicySettings(context=context, screenshots=screenshots),
-                   TiktokenCounter(settings.token_encoding))
+        client = OpenAIChatClient(settings.llm)
+        counter = TiktokenCounter(settings.token_encoding)
+        if context == "conact":
+            from guimem.agents.conact import ConActContext, ConActPolicy
+
+            return ConActPolicy(client, ConActContext(), counter)
+        return cls(client, LLMPolicySettings(context=context, screenshots=screenshots), counter)
 
     @property
     def name(self) -> str:
