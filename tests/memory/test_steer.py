@@ -214,3 +214,12 @@ def test_append_all_keeps_every_proposal_and_operational_filters_by_contract(kit
     mail = RecallQuery(task=Task(id="mail", goal="Delete the email by Ann.", app="mail"),
                        observation=form_query(2).observation)
     assert op.recall(mail).items == () and len(op.recall(form_query(4)).items) == 1
+
+
+def test_a_warning_is_heeded_when_its_action_is_avoided_on_its_screen_only(kit):
+    from guimem.memory.steer.propose import OfflineProposer
+    from guimem.memory.steer.trials import effective_use
+
+    (warning,) = OfflineProposer(OfflineContractParser()).propose(episode([LOGIN], seed=1), 0)
+    assert effective_use(warning, episode([USER, PASS, LOGIN], seed=2)), "Login tapped only after filling the form"
+    assert not effective_use(warning, episode([LOGIN], seed=3))

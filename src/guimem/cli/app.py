@@ -10,6 +10,7 @@ from guimem import __version__
 from guimem.cli import evaluate as eval_cmd
 from guimem.cli import memory as memory_cmd
 from guimem.cli import run as run_cmd
+from guimem.cli import serve as serve_cmd
 from guimem.cli.output import CliState, emit_json, state
 from guimem.harness.doctor import run_doctor
 
@@ -76,6 +77,7 @@ app.command("compare")(eval_cmd.compare_command)
 app.command("learn")(memory_cmd.learn)
 app.command("recall")(memory_cmd.recall)
 app.add_typer(memory_cmd.memory_app, name="memory")
+app.command("serve")(serve_cmd.serve)
 
 
 def main() -> None:

@@ -96,6 +96,7 @@ class SkillMemory:
         self.env_factory = env_factory
         self._index: VectorIndex = create_index(kit.vector_index, kit.embedder.dim)
         self._skills: dict[str, tuple[str, SkillBody, str]] = {}
+        self._bodies: dict[str, SkillBody] = {}
         self._by_key: dict[str, str] = {}
         self._vectors: dict[str, NDArray[np.float32]] = {}
         for rec in kit.store.query(kit.namespace, "skill"):
@@ -111,6 +112,7 @@ class SkillMemory:
 
     def _remember(self, skill_id: str, body: SkillBody, status: str, vec: NDArray[np.float32] | None) -> None:
         self._skills[body.name] = (skill_id, body, status)
+        self._bodies[skill_id] = body
         self._by_key[body.key] = skill_id
         if vec is not None:
             self._vectors[skill_id] = vec
@@ -166,8 +168,7 @@ class SkillMemory:
         vectors = np.stack([self._vectors[h.id] for h in pool])
         scores = np.array([h.score for h in pool], dtype=np.float32)
         picked = mmr(scores, vectors, self.settings.k, self.settings.mmr_lambda)
-        by_id = {sid: body for sid, body, _ in self._skills.values()}
-        items = [self._item(pool[i].id, by_id[pool[i].id], float(scores[i])) for i in picked]
+        items = [self._item(pool[i].id, self._bodies[pool[i].id], float(scores[i])) for i in picked]
         return self.kit.injection(self.name, "Skills you can call with run_skill(name, args):", items)
 
     def _item(self, skill_id: str, body: SkillBody, score: float) -> InjectedItem:

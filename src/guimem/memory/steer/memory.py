@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from guimem.errors import ConfigError
+from guimem.errors import ConfigError, NotFoundError
 from guimem.memory.base import LearnReport, RecallQuery
 from guimem.memory.generalise import state_text
 from guimem.memory.kit import MemoryKit
@@ -231,6 +231,8 @@ class SteerMemory:
 
     def set_status(self, item_id: str, target: ItemStatus, reason: str) -> None:
         """Manual curation (admit/retire), checked against the transition table and logged."""
+        if item_id not in self._items:
+            raise NotFoundError("knowledge item", item_id)
         item, status = self._items[item_id]
         check_transition(item_id, status, target)
         self._put(item_id, item, target, target.value, {"manual": True, "reason": reason})

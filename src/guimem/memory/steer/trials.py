@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from guimem.memory.generalise import generalise_action, performed_actions, template_key
+from guimem.memory.generalise import generalise_action, performed_actions, state_text, template_key
 from guimem.memory.steer.items import Evidence, ItemStatus, KnowledgeItem, TrialRecord
 from guimem.types import Trajectory
 
@@ -28,11 +28,15 @@ def assign(item_id: str, round_index: int, slot: int) -> Arm:
 
 def effective_use(item: KnowledgeItem, traj: Trajectory) -> bool:
     """Did the agent act on the item? Procedures: at least half of its steps were performed.
-    Warnings: the warned action was not performed."""
-    done = {template_key([generalise_action(p.action, traj.task)]) for p in performed_actions(traj)}
+    Warnings: on the screen state the warning is about, the warned action was not performed (a
+    warning about tapping Login on an empty form is heeded by filling the form first)."""
+    performed = performed_actions(traj)
     wanted = [template_key([a]) for a in item.behaviour.actions]
     if item.kind == "warning":
-        return not any(w in done for w in wanted)
+        state = item.applicability.state
+        relevant = [p for p in performed if not state or state_text(p.before, traj.task) == state]
+        return not any(template_key([generalise_action(p.action, traj.task)]) in wanted for p in relevant)
+    done = {template_key([generalise_action(p.action, traj.task)]) for p in performed}
     hits = sum(1 for w in wanted if w in done)
     return bool(wanted) and hits * 2 >= len(wanted)
 

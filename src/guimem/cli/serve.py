@@ -1,0 +1,55 @@
+"""``guimem serve``: the memory over HTTP (with the inspector page) or over MCP stdio."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from guimem.cli.output import fail, state
+from guimem.errors import ConfigError, GuimemError
+from guimem.service.core import MemoryService, ServiceSettings
+
+
+def serve(
+    ctx: typer.Context,
+    store: str = typer.Option(..., "--store", help="A SQLite path or postgresql://..."),
+    method: str = typer.Option("steer", "--method", "-m", help="Memory method (namespace) to serve."),
+    http: str | None = typer.Option(None, "--http", help="HOST:PORT for the HTTP API and the inspector page."),
+    mcp: str | None = typer.Option(None, "--mcp", help="'stdio' to serve MCP tools over stdin/stdout."),
+    data_dir: Path | None = typer.Option(None, "--data-dir",
+                                         help="Export/import paths must lie here (default: GUIMEM_DATA_DIR)."),
+    run: Path | None = typer.Option(None, "--run", help="An eval run directory whose injections the page shows."),
+    max_body_mb: float = typer.Option(5.0, "--max-body-mb", help="Largest accepted request body."),
+) -> None:
+    """Serve one memory: HTTP API + inspector (``--http 127.0.0.1:8765``) or MCP (``--mcp stdio``)."""
+    st = state(ctx)
+    if (http is None) == (mcp is None):
+        raise fail(ctx, ConfigError("give exactly one of --http HOST:PORT or --mcp stdio"))
+    try:
+        service = MemoryService(ServiceSettings(store=store, method=method, data_dir=data_dir or st.settings.data_dir),
+                                st.settings)
+    except GuimemError as exc:
+        raise fail(ctx, exc) from None
+    try:
+        if mcp is not None:
+            if mcp != "stdio":
+                raise fail(ctx, ConfigError(f"unknown MCP transport {mcp!r}", suggestion="use --mcp stdio"))
+            from guimem.service.mcp import build_server
+
+            build_server(service).run("stdio")
+            return
+        import uvicorn
+
+        from guimem.service.http import create_app
+
+        host, _, port = (http or "").rpartition(":")
+        if not port.isdigit():
+            raise fail(ctx, ConfigError(f"--http must be HOST:PORT, not {http!r}"))
+        key = st.settings.api_key.get_secret_value() if st.settings.api_key else None
+        app = create_app(service, api_key=key, max_body_bytes=int(max_body_mb * 1_000_000), run_dir=run)
+        st.err.print(f"guimem serving {method} from {store} on http://{host or '127.0.0.1'}:{port}/ "
+                     f"({'API key required' if key else 'no API key'})")
+        uvicorn.run(app, host=host or "127.0.0.1", port=int(port), log_level="warning")
+    finally:
+        service.close()

@@ -1,0 +1,118 @@
+"""The MCP server (``guimem serve --mcp stdio``): the service operations as MCP tools.
+
+Tools take and return JSON-compatible values; trajectories are passed as a list of trajectory
+objects (the JSONL format's lines), observations as observation objects.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from guimem.errors import GuimemError
+from guimem.service.core import MemoryService
+from guimem.service.models import RecallRequest
+from guimem.types import Observation, Trajectory
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+TOOL_OPERATIONS = {
+    "recall": "recall", "learn": "learn", "end_round": "end_round", "stats": "stats", "list_items": "list",
+    "show_item": "show", "item_history": "history", "export_memory": "export", "import_memory": "import",
+    "admit_item": "admit", "retire_item": "retire",
+}
+
+
+def _safe(call: Any) -> dict[str, Any]:
+    """Run a service call; a guimem error becomes a typed error object the client can read."""
+    try:
+        return {"ok": True, "result": call()}
+    except GuimemError as exc:
+        return {"ok": False, "error": type(exc).__name__, "message": exc.message, "suggestion": exc.suggestion}
+
+
+def build_server(service: MemoryService) -> Any:
+    """An `MCPServer` whose tools call ``service``."""
+    try:
+        from mcp.server.mcpserver import MCPServer
+    except ImportError as exc:
+        from guimem.errors import MissingDependencyError
+
+        raise MissingDependencyError("mcp", "mcp") from exc
+    server = MCPServer(name="guimem", instructions="Long-term memory for GUI agents: call recall before each step, "
+                                                   "learn after each episode, end_round at round boundaries.")
+    _agent_tools(server, service)
+    _inspection_tools(server, service)
+    return server
+
+
+def _agent_tools(server: MCPServer[Any], service: MemoryService) -> None:
+
+    @server.tool()
+    def recall(goal: str, observation: dict[str, Any], task_id: str = "adhoc",
+               params: dict[str, str] | None = None, step: int = 0) -> dict[str, Any]:
+        """What memory shows the agent before a step: the injection (items, text, token count)."""
+        return _safe(lambda: service.recall(RecallRequest(
+            goal=goal, observation=Observation.model_validate(observation), task_id=task_id, params=params or {},
+            step=step)).model_dump(mode="json"))
+
+    @server.tool()
+    def learn(trajectories: list[dict[str, Any]], end_round: bool = False) -> dict[str, Any]:
+        """Learn from finished episodes (all or nothing); optionally apply the round boundary."""
+        def run() -> dict[str, Any]:
+            parsed = [Trajectory.model_validate(t) for t in trajectories]
+            reply = service.learn(parsed).model_dump(mode="json")
+            if end_round:
+                service.end_round()
+            return reply
+
+        return _safe(run)
+
+    @server.tool()
+    def end_round() -> dict[str, Any]:
+        """Apply a round boundary: merges, admissions, rejections."""
+        return _safe(lambda: service.end_round().model_dump(mode="json"))
+
+
+
+def _inspection_tools(server: MCPServer[Any], service: MemoryService) -> None:
+    @server.tool()
+    def stats() -> dict[str, Any]:
+        """Item counts by kind and status."""
+        return _safe(lambda: service.stats().model_dump(mode="json"))
+
+    @server.tool()
+    def list_items(kind: str | None = None, status: str | None = None) -> dict[str, Any]:
+        """Current items, optionally filtered by kind and status."""
+        return _safe(lambda: [i.model_dump(mode="json") for i in service.list_items(kind, status)])
+
+    @server.tool()
+    def show_item(item_id: str) -> dict[str, Any]:
+        """One item in full (a skill with its code)."""
+        return _safe(lambda: service.show(item_id).model_dump(mode="json"))
+
+    @server.tool()
+    def item_history(item_id: str) -> dict[str, Any]:
+        """An item's events with their evidence."""
+        return _safe(lambda: [e.model_dump(mode="json") for e in service.history(item_id)])
+
+    @server.tool()
+    def export_memory(path: str) -> dict[str, Any]:
+        """Export the memory to a JSONL file inside the data directory."""
+        return _safe(lambda: service.export(Path(path)).model_dump(mode="json"))
+
+    @server.tool()
+    def import_memory(path: str) -> dict[str, Any]:
+        """Import an export from a JSONL file inside the data directory."""
+        return _safe(lambda: service.import_(Path(path)).model_dump(mode="json"))
+
+    @server.tool()
+    def admit_item(item_id: str, reason: str = "manual") -> dict[str, Any]:
+        """Admit an item in trial (manual curation, logged)."""
+        return _safe(lambda: service.set_status(item_id, "admitted", reason).model_dump(mode="json"))
+
+    @server.tool()
+    def retire_item(item_id: str, reason: str = "manual") -> dict[str, Any]:
+        """Retire an admitted item (manual curation, logged)."""
+        return _safe(lambda: service.set_status(item_id, "retired", reason).model_dump(mode="json"))

@@ -1,0 +1,83 @@
+"""The memory inspector page in real headless Chromium, on memories from a real evaluation run."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from guimem.envs.browser import launch_chrome
+from guimem.harness.evaluate import Evaluation
+from guimem.harness.runfiles import EvalSpec
+from guimem.service.core import MemoryService, ServiceSettings
+from guimem.service.http import create_app
+from guimem.settings import BrowserSettings, GuimemSettings
+from guimem.tasks import load_suite
+from guimem.testing.server import live_http
+
+pytestmark = pytest.mark.browser
+ARTIFACTS = Path(__file__).parent.parent.parent / "test-artifacts"
+DATA = Path(__file__).parent.parent / "data"
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run")
+    settings = GuimemSettings()
+    settings.embedder.name = "hashing"
+    spec = EvalSpec(env="form", suite=load_suite(str(DATA / "form_suite.json")), rounds=4,
+                    methods=["graph", "steer"], embedder="hashing:384")
+    Evaluation(spec, out, settings).run()
+    return out, settings
+
+
+@pytest.fixture(scope="module")
+def browser():
+    b = launch_chrome(BrowserSettings(), window=(1200, 1400))
+    yield b.driver
+    b.close()
+
+
+def _page(browser, run_dir, method, shot):
+    out, settings = run_dir
+    svc = MemoryService(ServiceSettings(store=str(out / "memory" / f"{method}.sqlite"), method=method), settings)
+    try:
+        with live_http(create_app(svc, run_dir=out)) as url:
+            browser.get(url + "/")
+            deadline = time.time() + 20
+            while browser.execute_script("return document.body.dataset.loaded") is None and time.time() < deadline:
+                time.sleep(0.1)
+            assert browser.execute_script("return document.body.dataset.loaded") == "true", \
+                browser.find_element("id", "summary").text
+            ARTIFACTS.mkdir(exist_ok=True)
+            result = {
+                "nodes": len(browser.find_elements("css selector", "#graph-svg circle.node")),
+                "edges": {cls: len(browser.find_elements("css selector", f"#graph-svg path.edge.success-{cls}"))
+                          for cls in ("yes", "no", "uncertain")},
+                "evidence": [e.text for e in browser.find_elements("css selector", "#knowledge .evidence")],
+                "statuses": [e.text for e in browser.find_elements("css selector", "#knowledge tr.item td:nth-child(2)")],
+                "runs": browser.execute_script("return document.getElementById('run').options.length"),
+            }
+            browser.execute_script("document.getElementById('run').value = arguments[0]", f"{method}/1")
+            browser.execute_script("episodes()")
+            time.sleep(0.5)
+            result["episodes"] = len(browser.find_elements("css selector", "#episodes details"))
+            browser.save_screenshot(str(ARTIFACTS / shot))
+            return result
+    finally:
+        svc.close()
+
+
+def test_inspector_draws_the_graph_with_edges_coloured_by_success(browser, run_dir):
+    page = _page(browser, run_dir, "graph", "inspector-graph.png")
+    assert page["nodes"] >= 1
+    assert page["edges"]["yes"] >= 1 and page["edges"]["no"] >= 1
+    assert page["runs"] >= 2 and page["episodes"] == 4
+    assert (ARTIFACTS / "inspector-graph.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_inspector_shows_knowledge_items_with_status_and_evidence(browser, run_dir):
+    page = _page(browser, run_dir, "steer", "inspector-steer.png")
+    assert page["statuses"], "knowledge items are listed"
+    assert any("trials" in e and "controls" in e and "harms" in e for e in page["evidence"])
