@@ -56,7 +56,8 @@ def _page(browser, run_dir, method, shot):
                 "edges": {cls: len(browser.find_elements("css selector", f"#graph-svg path.edge.success-{cls}"))
                           for cls in ("yes", "no", "uncertain")},
                 "evidence": [e.text for e in browser.find_elements("css selector", "#knowledge .evidence")],
-                "statuses": [e.text for e in browser.find_elements("css selector", "#knowledge tr.item td:nth-child(2)")],
+                "statuses": [e.text for e in browser.find_elements("css selector",
+                                                                   "#knowledge tr.item td:nth-child(2)")],
                 "runs": browser.execute_script("return document.getElementById('run').options.length"),
             }
             browser.execute_script("document.getElementById('run').value = arguments[0]", f"{method}/1")
