@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 EXTRAS := dev,miniwob,hnsw,android,server,mcp,postgres
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PACKAGES := chromium chromium-driver
+APT_PACKAGES := chromium chromium-driver postgresql
 DEMO_OUT ?= runs/demo
 
 .PHONY: setup system-packages test lint types imports unit demo bench clean

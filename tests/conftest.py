@@ -32,3 +32,25 @@ def login_obs() -> Observation:
 def login_task() -> Task:
     return Task(id="login-user", goal="Enter the username \"alice\" and the password \"xyz\" into the text fields "
                 "and press login.", app="miniwob", params={"username": "alice", "password": "xyz"}, seed=3)
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A real PostgreSQL server on loopback for the whole test session."""
+    from guimem.testing.postgres import temporary_postgres
+
+    with temporary_postgres() as dsn:
+        yield dsn
+
+
+@pytest.fixture
+def pg_dsn(pg_server):
+    """A fresh database per test on the shared server."""
+    import uuid
+
+    import psycopg
+
+    name = "t" + uuid.uuid4().hex[:12]
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return pg_server.rsplit("/", 1)[0] + "/" + name

@@ -94,6 +94,8 @@ def _default_registry() -> Registry:
         BackendSpec("vector_index", "exact", "guimem.vectors.exact:ExactIndex", None, "exact cosine search (NumPy)"),
         BackendSpec("vector_index", "hnsw", "guimem.vectors.hnsw:HnswIndex", "hnsw", "HNSW (usearch)"),
         BackendSpec("store", "sqlite", "guimem.storage.sqlite:SQLiteStore", None, "one SQLite file (WAL)"),
+        BackendSpec("store", "postgres", "guimem.storage.postgres:PostgresStore", "postgres",
+                    "PostgreSQL, shared by many workers"),
         BackendSpec("llm", "openai", "guimem.llm.openai:OpenAIChatClient", None,
                     "any OpenAI-compatible chat endpoint"),
         BackendSpec("env", "miniwob", "guimem.envs.miniwob:MiniWoBEnv.from_settings", "miniwob",

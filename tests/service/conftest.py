@@ -18,9 +18,11 @@ def data_dir(tmp_path):
     return d
 
 
-@pytest.fixture
-def svc(tmp_path, data_dir):
-    s = service(tmp_path, data_dir=data_dir)
+@pytest.fixture(params=["sqlite", "postgres"])
+def svc(request, tmp_path, data_dir):
+    """The same API tests run on a SQLite store and on a real PostgreSQL store."""
+    store = "m.sqlite" if request.param == "sqlite" else request.getfixturevalue("pg_dsn")
+    s = service(tmp_path, store=store, data_dir=data_dir)
     yield s
     s.close()
 

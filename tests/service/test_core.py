@@ -19,7 +19,8 @@ def service(tmp_path, method="steer", store="m.sqlite", data_dir=None, dim=64):
     process = GuimemSettings()
     process.embedder.name = "hashing"
     process.embedder.dim = dim
-    return MemoryService(ServiceSettings(store=str(tmp_path / store), method=method, data_dir=data_dir), process,
+    url = store if store.startswith("postgresql://") else str(tmp_path / store)
+    return MemoryService(ServiceSettings(store=url, method=method, data_dir=data_dir), process,
                          env_factory=FormEnv, embedder=CachedEmbedder(HashingEmbedder(dim)))
 
 

@@ -1,4 +1,4 @@
-"""The store contract: run against every store backend (SQLite here; PostgreSQL joins when available)."""
+"""The store contract, run against every store backend: SQLite, and a real PostgreSQL 15 on loopback."""
 
 from __future__ import annotations
 
@@ -14,9 +14,16 @@ from guimem.storage.base import EventDraft, pack_vector
 from guimem.storage.sqlite import SQLiteStore
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request, tmp_path):
+    if request.param == "sqlite":
+        return str(tmp_path / "m.sqlite")
+    return request.getfixturevalue("pg_dsn")
+
+
 @pytest.fixture
-def store(tmp_path):
-    s = create_store(str(tmp_path / "m.sqlite"))
+def store(store_url):
+    s = create_store(store_url)
     yield s
     s.close()
 
@@ -32,6 +39,13 @@ def test_put_supersedes_and_keeps_history(store):
     assert store.get("a").body == '{"v": 2}'
     assert [r.body for r in store.history("a")] == ['{"v": 1}', '{"v": 2}']
     assert store.stats("graph").by_kind_status == {("node", "retired"): 1}
+
+
+def test_query_keeps_creation_order_across_new_versions(store):
+    for ident in ("a", "b", "c"):
+        store.put(rec(ident))
+    store.put(rec("a", '{"v": 2}'))
+    assert [r.id for r in store.query("graph")] == ["a", "b", "c"]
 
 
 def test_query_filters_by_kind_and_status(store):
@@ -99,7 +113,7 @@ def test_store_written_by_a_newer_schema_is_refused(tmp_path):
 
 
 def _writer(path: str, worker: int, n: int) -> None:
-    s = SQLiteStore(path)
+    s = create_store(path)
     for i in range(n):
         with s.transaction():
             s.put(Record(f"w{worker}-{i}", "node", "graph", "active", "{}"),
@@ -108,9 +122,21 @@ def _writer(path: str, worker: int, n: int) -> None:
     s.close()
 
 
-def test_concurrent_processes_lose_no_writes(tmp_path):
-    path = str(tmp_path / "shared.sqlite")
-    SQLiteStore(path).close()
+def test_postgres_events_and_versions_cannot_be_rewritten(pg_dsn):
+    import psycopg
+
+    s = create_store(pg_dsn)
+    s.put(rec("a"), EventDraft("created", "a", "graph"))
+    for sql in ("DELETE FROM events", "UPDATE events SET type = 'x'", "UPDATE items SET body = 'x'",
+                "DELETE FROM items"):
+        with psycopg.connect(pg_dsn, autocommit=True) as raw, pytest.raises(psycopg.errors.RaiseException):
+            raw.execute(sql)
+    s.close()
+
+
+def test_concurrent_processes_lose_no_writes(store_url):
+    path = store_url
+    create_store(path).close()
     ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=_writer, args=(path, w, 40)) for w in range(4)]
     for p in procs:
@@ -118,7 +144,7 @@ def test_concurrent_processes_lose_no_writes(tmp_path):
     for p in procs:
         p.join(120)
         assert p.exitcode == 0
-    s = SQLiteStore(path)
+    s = create_store(path)
     assert len(s.query("graph", "node")) == 160
     assert len(s.events(namespace="graph")) == 160
     assert len(s.history("shared")) == 160

@@ -189,7 +189,7 @@ class SQLiteStore:
         if statuses is not None:
             sql += f" AND status IN ({', '.join('?' for _ in statuses)})"
             args.extend(statuses)
-        sql += " ORDER BY rowid"
+        sql += " ORDER BY (SELECT min(first.rowid) FROM items first WHERE first.id = items.id)"
         with self._lock:
             return [_record(r) for r in self._conn.execute(sql, args).fetchall()]
 

@@ -1,0 +1,202 @@
+"""PostgreSQL store: the same schema and guarantees as SQLite, shared by many workers on many machines.
+
+Vectors are kept in the database (``bytea``) and indexed in each process (pgvector is not in
+Debian 12). Versions of one item are serialised with a transaction-scoped advisory lock on its
+id, so concurrent writers never lose or duplicate a version; events and versions are append-only
+(triggers refuse UPDATE/DELETE).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from guimem.errors import MigrationError, MissingDependencyError, NotFoundError, StoreError
+from guimem.storage.base import Event, EventDraft, Record, StoreStats
+
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE items (
+        id TEXT NOT NULL, version INTEGER NOT NULL, kind TEXT NOT NULL, namespace TEXT NOT NULL,
+        status TEXT NOT NULL, body TEXT NOT NULL, vector BYTEA, created_at DOUBLE PRECISION NOT NULL,
+        current BOOLEAN NOT NULL DEFAULT TRUE, seq BIGSERIAL, PRIMARY KEY (id, version));
+    CREATE INDEX items_current ON items(namespace, kind) WHERE current;
+    CREATE TABLE events (
+        seq BIGSERIAL PRIMARY KEY, type TEXT NOT NULL, item_id TEXT, namespace TEXT NOT NULL,
+        payload TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL);
+    CREATE INDEX events_item ON events(item_id);
+    CREATE INDEX events_namespace ON events(namespace, seq);
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE FUNCTION guimem_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION '%', TG_ARGV[0]; END $$;
+    CREATE TRIGGER events_append_only BEFORE UPDATE OR DELETE ON events
+        FOR EACH ROW EXECUTE FUNCTION guimem_refuse('events are append-only');
+    CREATE TRIGGER items_no_delete BEFORE DELETE ON items
+        FOR EACH ROW EXECUTE FUNCTION guimem_refuse('items are never deleted: write a tombstone version');
+    CREATE TRIGGER items_immutable BEFORE UPDATE OF id, version, kind, namespace, status, body, vector ON items
+        FOR EACH ROW EXECUTE FUNCTION guimem_refuse('item versions are immutable: write a new version');
+    """,
+)
+_COLUMNS = "id, kind, namespace, status, body, vector, version, created_at"
+_SECRET = re.compile(r"(://[^:/@]+:)[^@]+@")
+
+
+def _record(row: tuple[Any, ...]) -> Record:
+    vector = bytes(row[5]) if row[5] is not None else None
+    return Record(row[0], row[1], row[2], row[3], row[4], vector, row[6], row[7])
+
+
+class PostgresStore:
+    """A `Store` in a PostgreSQL database.
+
+    Args:
+        dsn: ``postgresql://user[:password]@host:port/dbname``.
+    """
+
+    def __init__(self, dsn: str) -> None:
+        try:
+            import psycopg
+        except ImportError as exc:
+            raise MissingDependencyError("psycopg", "postgres") from exc
+        self._url = _SECRET.sub(r"\1***@", dsn)
+        try:
+            self._conn = psycopg.connect(dsn, autocommit=True)
+        except psycopg.OperationalError as exc:
+            raise StoreError(f"cannot connect to {self._url}: {exc}") from exc
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._migrate()
+
+    @property
+    def url(self) -> str:
+        """The DSN with any password masked."""
+        return self._url
+
+    def _migrate(self) -> None:
+        with self._lock, self._conn.transaction():
+            self._conn.execute("SELECT pg_advisory_xact_lock(7402)")
+            self._conn.execute("CREATE TABLE IF NOT EXISTS guimem_schema (version INTEGER NOT NULL)")
+            row = self._conn.execute("SELECT max(version) FROM guimem_schema").fetchone()
+            have = int(row[0] or 0) if row else 0
+            if have > len(MIGRATIONS):
+                raise MigrationError(f"{self._url} has schema version {have}, newer than this guimem knows",
+                                     suggestion="upgrade guimem")
+            for number in range(have, len(MIGRATIONS)):
+                self._conn.execute(MIGRATIONS[number])
+                self._conn.execute("INSERT INTO guimem_schema (version) VALUES (%s)", (number + 1,))
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Nestable; the outermost commits or rolls back (inner ones are savepoints)."""
+        with self._lock, self._conn.transaction():
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+
+    def put(self, record: Record, event: EventDraft | None = None) -> Record:
+        """A new version (serialised per item id) and its event, atomically."""
+        now = time.time()
+        with self.transaction():
+            self._conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (record.id,))
+            row = self._conn.execute("SELECT max(version) FROM items WHERE id = %s", (record.id,)).fetchone()
+            version = int(row[0] or 0) + 1 if row else 1
+            self._conn.execute("UPDATE items SET current = FALSE WHERE id = %s AND current", (record.id,))
+            self._conn.execute(
+                f"INSERT INTO items ({_COLUMNS}, current) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, TRUE)",
+                (record.id, record.kind, record.namespace, record.status, record.body, record.vector, version, now))
+            if event is not None:
+                self.append_event(event)
+        return Record(record.id, record.kind, record.namespace, record.status, record.body, record.vector, version, now)
+
+    def append_event(self, event: EventDraft) -> Event:
+        """Append one event."""
+        now = time.time()
+        with self.transaction():
+            row = self._conn.execute(
+                "INSERT INTO events (type, item_id, namespace, payload, created_at) VALUES (%s, %s, %s, %s, %s) "
+                "RETURNING seq", (event.type, event.item_id, event.namespace, event.payload, now)).fetchone()
+        return Event(int(row[0]) if row else 0, event.type, event.item_id, event.namespace, event.payload, now)
+
+    def get(self, item_id: str) -> Record:
+        """The current version."""
+        with self._lock:
+            row = self._conn.execute(f"SELECT {_COLUMNS} FROM items WHERE id = %s AND current", (item_id,)).fetchone()
+        if row is None:
+            raise NotFoundError("item", item_id)
+        return _record(row)
+
+    def history(self, item_id: str) -> list[Record]:
+        """Every version, oldest first."""
+        with self._lock:
+            rows = self._conn.execute(f"SELECT {_COLUMNS} FROM items WHERE id = %s ORDER BY version",
+                                      (item_id,)).fetchall()
+        if not rows:
+            raise NotFoundError("item", item_id)
+        return [_record(r) for r in rows]
+
+    def query(self, namespace: str, kind: str | None = None, statuses: Sequence[str] | None = None) -> list[Record]:
+        """Current versions, in creation order of the items."""
+        sql = f"SELECT {_COLUMNS} FROM items WHERE namespace = %s AND current"
+        args: list[object] = [namespace]
+        if kind is not None:
+            sql += " AND kind = %s"
+            args.append(kind)
+        if statuses is not None:
+            sql += " AND status = ANY(%s)"
+            args.append(list(statuses))
+        sql += " ORDER BY (SELECT min(seq) FROM items first WHERE first.id = items.id)"
+        with self._lock:
+            return [_record(r) for r in self._conn.execute(sql, args).fetchall()]
+
+    def events(self, *, item_id: str | None = None, namespace: str | None = None, since: int = 0) -> list[Event]:
+        """Events in log order."""
+        sql = "SELECT seq, type, item_id, namespace, payload, created_at FROM events WHERE seq > %s"
+        args: list[object] = [since]
+        if item_id is not None:
+            sql += " AND item_id = %s"
+            args.append(item_id)
+        if namespace is not None:
+            sql += " AND namespace = %s"
+            args.append(namespace)
+        with self._lock:
+            return [Event(*r) for r in self._conn.execute(sql + " ORDER BY seq", args).fetchall()]
+
+    def namespaces(self) -> list[str]:
+        """Namespaces with items or events."""
+        with self._lock:
+            rows = self._conn.execute("SELECT namespace FROM items UNION SELECT namespace FROM events "
+                                      "ORDER BY 1").fetchall()
+        return [r[0] for r in rows]
+
+    def stats(self, namespace: str | None = None) -> StoreStats:
+        """Counts of current items by (kind, status), and of events."""
+        where, args = ("WHERE current AND namespace = %s", [namespace]) if namespace else ("WHERE current", [])
+        with self._lock:
+            rows = self._conn.execute(f"SELECT kind, status, count(*) FROM items {where} GROUP BY kind, status",
+                                      args).fetchall()
+            ev = self._conn.execute("SELECT count(*) FROM events" + (" WHERE namespace = %s" if namespace else ""),
+                                    args).fetchone()
+        return StoreStats({(k, s): int(n) for k, s, n in rows}, int(ev[0]) if ev else 0)
+
+    def meta_get(self, key: str) -> str | None:
+        """A store-level setting."""
+        with self._lock:
+            row = self._conn.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def meta_set(self, key: str, value: str) -> None:
+        """Set a store-level setting."""
+        with self.transaction():
+            self._conn.execute("INSERT INTO meta (key, value) VALUES (%s, %s) "
+                               "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, value))
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._conn.close()
