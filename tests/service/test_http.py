@@ -79,7 +79,8 @@ def test_concurrent_requests_are_safe(http, trajectories_json):
     assert events
 
 
-scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20)
+finite = st.floats(allow_nan=False, allow_infinity=False)
+scalars = st.none() | st.booleans() | st.integers() | finite | st.text(max_size=20)
 json_values = st.recursive(scalars,
                            lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=10), c, max_size=4),
                            max_leaves=20)
