@@ -12,12 +12,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from guimem.agents.base import Decision, Policy, PolicyInput
 from guimem.agents.prompting import render_screen, template
 from guimem.errors import LLMError, LLMResponseError
-from guimem.llm import ChatMessage, LLMClient, extract_json, image_part, text_message
+from guimem.llm import ChatMessage, LLMClient, image_part, text_message, validate_reply
 from guimem.llm.base import ContentPart
 from guimem.settings import GuimemSettings
 from guimem.tokens import TiktokenCounter, TokenCounter
@@ -38,13 +38,7 @@ def parse_reply(text: str) -> Reply:
     Raises:
         LLMResponseError: No JSON, or the JSON is not a valid reply (the message says which field).
     """
-    value = extract_json(text)
-    try:
-        return Reply.model_validate(value)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "<root>"
-        raise LLMResponseError(f"field {where!r}: {first['msg']}", reply=text) from None
+    return validate_reply(text, Reply)
 
 
 def render_history(history: tuple[Step, ...], strategy: str, keep_last: int) -> str:

@@ -1,7 +1,7 @@
 """Chat models behind one protocol: any OpenAI-compatible endpoint, plus structured (JSON) replies."""
 
 from guimem.llm.base import ChatMessage, ChatResult, ContentPart, LLMClient, Usage, image_part, text_message
-from guimem.llm.structured import complete_json, extract_json
+from guimem.llm.structured import complete_json, extract_json, validate_reply
 
 __all__ = [
     "ChatMessage",
@@ -13,4 +13,5 @@ __all__ = [
     "extract_json",
     "image_part",
     "text_message",
+    "validate_reply",
 ]

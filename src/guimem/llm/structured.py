@@ -34,7 +34,12 @@ def extract_json(reply: str) -> object:
     raise LLMResponseError("the reply contains no JSON object", reply=reply)
 
 
-def _validate(reply: str, model: type[T]) -> T:
+def validate_reply(reply: str, model: type[T]) -> T:
+    """The JSON in ``reply`` validated against ``model``.
+
+    Raises:
+        LLMResponseError: No JSON, or invalid JSON for the model (the message names the field).
+    """
     value = extract_json(reply)
     try:
         return model.model_validate(value)
@@ -54,7 +59,7 @@ def complete_json(client: LLMClient, messages: list[ChatMessage], model: type[T]
     for attempt in range(retries + 1):
         reply = client.chat(convo).text
         try:
-            return _validate(reply, model)
+            return validate_reply(reply, model)
         except LLMResponseError as exc:
             if attempt == retries:
                 raise

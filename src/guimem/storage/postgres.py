@@ -15,8 +15,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from guimem.errors import MigrationError, MissingDependencyError, NotFoundError, StoreError
-from guimem.storage.base import Event, EventDraft, Record, StoreStats
+from guimem.errors import MigrationError, MissingDependencyError, StoreError
+from guimem.storage.base import Event, EventDraft, Record
+from guimem.storage.sql import COLUMNS, SQLReads
 
 MIGRATIONS: tuple[str, ...] = (
     """
@@ -41,16 +42,10 @@ MIGRATIONS: tuple[str, ...] = (
         FOR EACH ROW EXECUTE FUNCTION guimem_refuse('item versions are immutable: write a new version');
     """,
 )
-_COLUMNS = "id, kind, namespace, status, body, vector, version, created_at"
 _SECRET = re.compile(r"(://[^:/@]+:)[^@]+@")
 
 
-def _record(row: tuple[Any, ...]) -> Record:
-    vector = bytes(row[5]) if row[5] is not None else None
-    return Record(row[0], row[1], row[2], row[3], row[4], vector, row[6], row[7])
-
-
-class PostgresStore:
+class PostgresStore(SQLReads):
     """A `Store` in a PostgreSQL database.
 
     Args:
@@ -71,10 +66,16 @@ class PostgresStore:
         self._depth = 0
         self._migrate()
 
+    placeholder = "%s"
+    first_order = "seq"
+
     @property
     def url(self) -> str:
         """The DSN with any password masked."""
         return self._url
+
+    def _fetch(self, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        return list(self._conn.execute(sql, list(args)).fetchall())
 
     def _migrate(self) -> None:
         with self._lock, self._conn.transaction():
@@ -108,7 +109,7 @@ class PostgresStore:
             version = int(row[0] or 0) + 1 if row else 1
             self._conn.execute("UPDATE items SET current = FALSE WHERE id = %s AND current", (record.id,))
             self._conn.execute(
-                f"INSERT INTO items ({_COLUMNS}, current) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, TRUE)",
+                f"INSERT INTO items ({COLUMNS}, current) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, TRUE)",
                 (record.id, record.kind, record.namespace, record.status, record.body, record.vector, version, now))
             if event is not None:
                 self.append_event(event)
@@ -122,73 +123,6 @@ class PostgresStore:
                 "INSERT INTO events (type, item_id, namespace, payload, created_at) VALUES (%s, %s, %s, %s, %s) "
                 "RETURNING seq", (event.type, event.item_id, event.namespace, event.payload, now)).fetchone()
         return Event(int(row[0]) if row else 0, event.type, event.item_id, event.namespace, event.payload, now)
-
-    def get(self, item_id: str) -> Record:
-        """The current version."""
-        with self._lock:
-            row = self._conn.execute(f"SELECT {_COLUMNS} FROM items WHERE id = %s AND current", (item_id,)).fetchone()
-        if row is None:
-            raise NotFoundError("item", item_id)
-        return _record(row)
-
-    def history(self, item_id: str) -> list[Record]:
-        """Every version, oldest first."""
-        with self._lock:
-            rows = self._conn.execute(f"SELECT {_COLUMNS} FROM items WHERE id = %s ORDER BY version",
-                                      (item_id,)).fetchall()
-        if not rows:
-            raise NotFoundError("item", item_id)
-        return [_record(r) for r in rows]
-
-    def query(self, namespace: str, kind: str | None = None, statuses: Sequence[str] | None = None) -> list[Record]:
-        """Current versions, in creation order of the items."""
-        sql = f"SELECT {_COLUMNS} FROM items WHERE namespace = %s AND current"
-        args: list[object] = [namespace]
-        if kind is not None:
-            sql += " AND kind = %s"
-            args.append(kind)
-        if statuses is not None:
-            sql += " AND status = ANY(%s)"
-            args.append(list(statuses))
-        sql += " ORDER BY (SELECT min(seq) FROM items first WHERE first.id = items.id)"
-        with self._lock:
-            return [_record(r) for r in self._conn.execute(sql, args).fetchall()]
-
-    def events(self, *, item_id: str | None = None, namespace: str | None = None, since: int = 0) -> list[Event]:
-        """Events in log order."""
-        sql = "SELECT seq, type, item_id, namespace, payload, created_at FROM events WHERE seq > %s"
-        args: list[object] = [since]
-        if item_id is not None:
-            sql += " AND item_id = %s"
-            args.append(item_id)
-        if namespace is not None:
-            sql += " AND namespace = %s"
-            args.append(namespace)
-        with self._lock:
-            return [Event(*r) for r in self._conn.execute(sql + " ORDER BY seq", args).fetchall()]
-
-    def namespaces(self) -> list[str]:
-        """Namespaces with items or events."""
-        with self._lock:
-            rows = self._conn.execute("SELECT namespace FROM items UNION SELECT namespace FROM events "
-                                      "ORDER BY 1").fetchall()
-        return [r[0] for r in rows]
-
-    def stats(self, namespace: str | None = None) -> StoreStats:
-        """Counts of current items by (kind, status), and of events."""
-        where, args = ("WHERE current AND namespace = %s", [namespace]) if namespace else ("WHERE current", [])
-        with self._lock:
-            rows = self._conn.execute(f"SELECT kind, status, count(*) FROM items {where} GROUP BY kind, status",
-                                      args).fetchall()
-            ev = self._conn.execute("SELECT count(*) FROM events" + (" WHERE namespace = %s" if namespace else ""),
-                                    args).fetchone()
-        return StoreStats({(k, s): int(n) for k, s, n in rows}, int(ev[0]) if ev else 0)
-
-    def meta_get(self, key: str) -> str | None:
-        """A store-level setting."""
-        with self._lock:
-            row = self._conn.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
-        return None if row is None else str(row[0])
 
     def meta_set(self, key: str, value: str) -> None:
         """Set a store-level setting."""

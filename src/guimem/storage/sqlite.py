@@ -12,9 +12,11 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-from guimem.errors import MigrationError, NotFoundError, StoreError
-from guimem.storage.base import Event, EventDraft, Record, StoreStats
+from guimem.errors import MigrationError, StoreError
+from guimem.storage.base import Event, EventDraft, Record
+from guimem.storage.sql import COLUMNS, SQLReads
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: items (versioned), events (append-only), meta
@@ -54,14 +56,7 @@ MIGRATIONS: tuple[str, ...] = (
     """,
 )
 
-_COLUMNS = "id, kind, namespace, status, body, vector, version, created_at"
-
-
-def _record(row: sqlite3.Row | tuple[object, ...]) -> Record:
-    return Record(*row)
-
-
-class SQLiteStore:
+class SQLiteStore(SQLReads):
     """A `Store` in one SQLite file.
 
     Args:
@@ -90,6 +85,9 @@ class SQLiteStore:
     def url(self) -> str:
         """The file path."""
         return self.path
+
+    def _fetch(self, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        return list(self._conn.execute(sql, tuple(args)).fetchall())
 
     def _migrate(self) -> None:
         with self._lock:
@@ -142,7 +140,7 @@ class SQLiteStore:
             now = time.time()
             self._conn.execute("UPDATE items SET current = 0 WHERE id = ? AND current = 1", (record.id,))
             self._conn.execute(
-                f"INSERT INTO items ({_COLUMNS}, current) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)",
+                f"INSERT INTO items ({COLUMNS}, current) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)",
                 (record.id, record.kind, record.namespace, record.status, record.body, record.vector, version, now),
             )
             if event is not None:
@@ -158,78 +156,6 @@ class SQLiteStore:
                 (event.type, event.item_id, event.namespace, event.payload, now),
             )
         return Event(int(cur.lastrowid or 0), event.type, event.item_id, event.namespace, event.payload, now)
-
-    def get(self, item_id: str) -> Record:
-        """The current version of an item."""
-        with self._lock:
-            row = self._conn.execute(
-                f"SELECT {_COLUMNS} FROM items WHERE id = ? AND current = 1", (item_id,)
-            ).fetchone()
-        if row is None:
-            raise NotFoundError("item", item_id)
-        return _record(row)
-
-    def history(self, item_id: str) -> list[Record]:
-        """All versions, oldest first."""
-        with self._lock:
-            rows = self._conn.execute(
-                f"SELECT {_COLUMNS} FROM items WHERE id = ? ORDER BY version", (item_id,)
-            ).fetchall()
-        if not rows:
-            raise NotFoundError("item", item_id)
-        return [_record(r) for r in rows]
-
-    def query(self, namespace: str, kind: str | None = None, statuses: Sequence[str] | None = None) -> list[Record]:
-        """Current versions, oldest item first."""
-        sql = f"SELECT {_COLUMNS} FROM items WHERE namespace = ? AND current = 1"
-        args: list[object] = [namespace]
-        if kind is not None:
-            sql += " AND kind = ?"
-            args.append(kind)
-        if statuses is not None:
-            sql += f" AND status IN ({', '.join('?' for _ in statuses)})"
-            args.extend(statuses)
-        sql += " ORDER BY (SELECT min(first.rowid) FROM items first WHERE first.id = items.id)"
-        with self._lock:
-            return [_record(r) for r in self._conn.execute(sql, args).fetchall()]
-
-    def events(self, *, item_id: str | None = None, namespace: str | None = None, since: int = 0) -> list[Event]:
-        """Events in log order."""
-        sql = "SELECT seq, type, item_id, namespace, payload, created_at FROM events WHERE seq > ?"
-        args: list[object] = [since]
-        if item_id is not None:
-            sql += " AND item_id = ?"
-            args.append(item_id)
-        if namespace is not None:
-            sql += " AND namespace = ?"
-            args.append(namespace)
-        with self._lock:
-            return [Event(*r) for r in self._conn.execute(sql + " ORDER BY seq", args).fetchall()]
-
-    def namespaces(self) -> list[str]:
-        """Namespaces with items or events."""
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT namespace FROM items UNION SELECT namespace FROM events ORDER BY 1"
-            ).fetchall()
-        return [r[0] for r in rows]
-
-    def stats(self, namespace: str | None = None) -> StoreStats:
-        """Counts of current items by (kind, status) and of events."""
-        where, args = ("WHERE current = 1 AND namespace = ?", [namespace]) if namespace else ("WHERE current = 1", [])
-        with self._lock:
-            rows = self._conn.execute(
-                f"SELECT kind, status, COUNT(*) FROM items {where} GROUP BY kind, status", args
-            ).fetchall()
-            ev_where = "WHERE namespace = ?" if namespace else ""
-            events = self._conn.execute(f"SELECT COUNT(*) FROM events {ev_where}", args).fetchone()[0]
-        return StoreStats({(k, s): int(n) for k, s, n in rows}, int(events))
-
-    def meta_get(self, key: str) -> str | None:
-        """A store-level setting."""
-        with self._lock:
-            row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
 
     def meta_set(self, key: str, value: str) -> None:
         """Set a store-level setting."""

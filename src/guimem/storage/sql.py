@@ -1,0 +1,99 @@
+"""The read side shared by the SQL stores (SQLite and PostgreSQL): one query per operation, written
+once; the backends differ only in placeholders, how rows are fetched, and transactions."""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+from guimem.errors import NotFoundError
+from guimem.storage.base import Event, Record, StoreStats
+
+COLUMNS = "id, kind, namespace, status, body, vector, version, created_at"
+
+
+def to_record(row: Sequence[Any]) -> Record:
+    """A row of ``COLUMNS`` as a `Record` (``bytea`` memoryviews become bytes)."""
+    vector = bytes(row[5]) if row[5] is not None else None
+    return Record(row[0], row[1], row[2], row[3], row[4], vector, int(row[6]), float(row[7]))
+
+
+class SQLReads(ABC):
+    """Reads over the ``items`` / ``events`` / ``meta`` schema.
+
+    Subclasses set ``placeholder`` (``?`` or ``%s``) and ``first_order`` (the column that orders
+    rows by insertion: ``rowid`` or ``seq``), and implement `_fetch`.
+    """
+
+    placeholder = "?"
+    first_order = "rowid"
+    _lock: threading.RLock
+
+    @abstractmethod
+    def _fetch(self, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        """Run ``sql`` with the backend's driver and return all rows."""
+
+    def _sql(self, sql: str) -> str:
+        return sql.replace("?", self.placeholder)
+
+    def _all(self, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._fetch(self._sql(sql), args)
+
+    def get(self, item_id: str) -> Record:
+        """The current version of an item."""
+        rows = self._all(f"SELECT {COLUMNS} FROM items WHERE id = ? AND current", (item_id,))
+        if not rows:
+            raise NotFoundError("item", item_id)
+        return to_record(rows[0])
+
+    def history(self, item_id: str) -> list[Record]:
+        """Every version, oldest first."""
+        rows = self._all(f"SELECT {COLUMNS} FROM items WHERE id = ? ORDER BY version", (item_id,))
+        if not rows:
+            raise NotFoundError("item", item_id)
+        return [to_record(r) for r in rows]
+
+    def query(self, namespace: str, kind: str | None = None, statuses: Sequence[str] | None = None) -> list[Record]:
+        """Current versions, in the order the items were first created."""
+        sql = f"SELECT {COLUMNS} FROM items WHERE namespace = ? AND current"
+        args: list[object] = [namespace]
+        if kind is not None:
+            sql += " AND kind = ?"
+            args.append(kind)
+        if statuses is not None:
+            sql += f" AND status IN ({', '.join('?' for _ in statuses)})" if statuses else " AND FALSE"
+            args.extend(statuses)
+        sql += f" ORDER BY (SELECT min(first.{self.first_order}) FROM items first WHERE first.id = items.id)"
+        return [to_record(r) for r in self._all(sql, args)]
+
+    def events(self, *, item_id: str | None = None, namespace: str | None = None, since: int = 0) -> list[Event]:
+        """Events after ``since``, in log order."""
+        sql = "SELECT seq, type, item_id, namespace, payload, created_at FROM events WHERE seq > ?"
+        args: list[object] = [since]
+        if item_id is not None:
+            sql += " AND item_id = ?"
+            args.append(item_id)
+        if namespace is not None:
+            sql += " AND namespace = ?"
+            args.append(namespace)
+        return [Event(int(r[0]), r[1], r[2], r[3], r[4], float(r[5])) for r in self._all(sql + " ORDER BY seq", args)]
+
+    def namespaces(self) -> list[str]:
+        """Namespaces that hold items or events."""
+        return [r[0] for r in self._all("SELECT namespace FROM items UNION SELECT namespace FROM events ORDER BY 1")]
+
+    def stats(self, namespace: str | None = None) -> StoreStats:
+        """Counts of current items by (kind, status), and of events."""
+        args: list[object] = [namespace] if namespace else []
+        where = " AND namespace = ?" if namespace else ""
+        rows = self._all(f"SELECT kind, status, count(*) FROM items WHERE current{where} GROUP BY kind, status", args)
+        events = self._all("SELECT count(*) FROM events" + (" WHERE namespace = ?" if namespace else ""), args)
+        return StoreStats({(k, s): int(n) for k, s, n in rows}, int(events[0][0]))
+
+    def meta_get(self, key: str) -> str | None:
+        """A store-level setting."""
+        rows = self._all("SELECT value FROM meta WHERE key = ?", (key,))
+        return str(rows[0][0]) if rows else None
