@@ -123,3 +123,16 @@ def test_llm_policy_shows_the_injection_and_the_last_error():
     assert "Your previous action failed: no element with ref 1" in second_prompt
     third_prompt = llm.calls[2][1].text()
     assert "1 earlier steps not shown" in third_prompt
+
+
+def test_llm_policy_through_the_real_local_openai_server_with_a_malformed_reply():
+    from guimem.llm.openai import OpenAIChatClient
+    from guimem.settings import LLMSettings
+    from guimem.testing import ScriptedOpenAIServer
+
+    with ScriptedOpenAIServer(["Sure, I will click it!", _reply_for, _reply_for, _reply_for]) as server:
+        client = OpenAIChatClient(LLMSettings(base_url=server.base_url, model="scripted", timeout_s=5))
+        traj = run_episode(FormEnv(), LLMPolicy(client, counter=WhitespaceCounter()), TASK)
+    assert traj.outcome.success
+    first_step_messages = server.requests[1]["body"]["messages"]
+    assert "not valid" in first_step_messages[-1]["content"], "the malformed reply was fed back once"

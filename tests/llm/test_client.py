@@ -89,3 +89,12 @@ def test_token_counter_uses_real_bpe_offline():
     assert counter.count("hello world") == 2
     assert counter.count("") == 0
     assert counter.count("tokenization is subword") > 3
+
+
+def test_image_parts_are_data_urls(tmp_path):
+    from guimem.llm import image_part
+
+    png = tmp_path / "s.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\nfake")
+    part = image_part(png)
+    assert part.type == "image_url" and part.image_url["url"].startswith("data:image/png;base64,")

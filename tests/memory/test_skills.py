@@ -85,10 +85,12 @@ def test_use_is_counted_only_when_the_skill_runs(kit):
     obs = env.reset(Task(id="form", goal="", app="form", seed=4))
     inj = mem.recall(RecallQuery(task=env.task, observation=obs))
     shown = inj.items[0]
-    assert mem.usage(shown.id)["uses"] == 0
+    mem.recall(RecallQuery(task=env.task, observation=obs))
+    assert mem.usage(shown.id)["uses"] == 0 and mem.usage(shown.id)["shown"] == 2
     transition, performed = mem.run_skill(env, Action(kind=ActionKind.RUN_SKILL, skill=shown.name), env.task, obs)
     assert transition.error is None and performed
-    assert mem.usage(shown.id) == {"uses": 1, "successes": 1, "failures": 0}
+    mem.end_round()
+    assert mem.usage(shown.id) == {"shown": 2, "uses": 1, "successes": 1, "failures": 0}
 
 
 def test_mmr_prefers_novel_items_over_near_duplicates():

@@ -223,3 +223,24 @@ def test_a_warning_is_heeded_when_its_action_is_avoided_on_its_screen_only(kit):
     (warning,) = OfflineProposer(OfflineContractParser()).propose(episode([LOGIN], seed=1), 0)
     assert effective_use(warning, episode([USER, PASS, LOGIN], seed=2)), "Login tapped only after filling the form"
     assert not effective_use(warning, episode([LOGIN], seed=3))
+
+
+def test_llm_extractors_use_schema_validated_replies(kit):
+    from guimem.memory.steer.contract import LLMContractParser
+    from guimem.memory.steer.propose import LLMProposer
+    from guimem.testing import ScriptedLLM
+
+    llm = ScriptedLLM([
+        '{"action": "login", "object": "form", "completion": "press:login"}',
+        '{"content": "Fill both fields before pressing Login.", "culprit_index": 0}',
+        '{"action": "login", "object": "form", "completion": "press:login"}',
+        "no json at all", '{"content": "Type the username, then the password, then log in."}',
+        '{"action": "login", "object": "form"}',
+    ])
+    parser = LLMContractParser(llm)
+    assert parser.parse(Task(id="t", goal="Log in", app="form")).completion == "press:login"
+    proposer = LLMProposer(llm, parser)
+    (warning,) = proposer.propose(episode([LOGIN], seed=1), 0)
+    assert warning.kind == "warning" and warning.content == "Fill both fields before pressing Login."
+    (procedure,) = proposer.propose(episode([USER, PASS, LOGIN], seed=2), 0)
+    assert procedure.content.startswith("Type the username") and len(procedure.behaviour.actions) == 3

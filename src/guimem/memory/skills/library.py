@@ -99,6 +99,7 @@ class SkillMemory:
         self._bodies: dict[str, SkillBody] = {}
         self._by_key: dict[str, str] = {}
         self._vectors: dict[str, NDArray[np.float32]] = {}
+        self._shown: dict[str, int] = {}
         for rec in kit.store.query(kit.namespace, "skill"):
             self._remember(rec.id, SkillBody.model_validate_json(rec.body), rec.status, rec.vector_array())
 
@@ -169,6 +170,8 @@ class SkillMemory:
         scores = np.array([h.score for h in pool], dtype=np.float32)
         picked = mmr(scores, vectors, self.settings.k, self.settings.mmr_lambda)
         items = [self._item(pool[i].id, self._bodies[pool[i].id], float(scores[i])) for i in picked]
+        for item in items:
+            self._shown[item.id] = self._shown.get(item.id, 0) + 1
         return self.kit.injection(self.name, "Skills you can call with run_skill(name, args):", items)
 
     def _item(self, skill_id: str, body: SkillBody, score: float) -> InjectedItem:
@@ -191,13 +194,22 @@ class SkillMemory:
         return Transition(run.observation, run.error, run.done), run.performed
 
     def usage(self, skill_id: str) -> dict[str, int]:
-        """How often a skill ran, succeeded and failed (from the event log)."""
-        runs = [json.loads(e.payload) for e in self.kit.store.events(item_id=skill_id) if e.type == "used"]
+        """How often a skill was shown (recalled), ran, succeeded and failed (from the event log and
+        the shows not yet flushed). Shown and used are separate: only a run counts as a use."""
+        events = self.kit.store.events(item_id=skill_id)
+        runs = [json.loads(e.payload) for e in events if e.type == "used"]
+        shown = sum(int(json.loads(e.payload)["count"]) for e in events if e.type == "shown")
         ok = sum(1 for r in runs if r.get("success"))
-        return {"uses": len(runs), "successes": ok, "failures": len(runs) - ok}
+        return {"shown": shown + self._shown.get(skill_id, 0), "uses": len(runs), "successes": ok,
+                "failures": len(runs) - ok}
 
     def end_round(self) -> None:
-        """Skills are stored as they are learned; nothing to consolidate."""
+        """Flush how often each skill was shown this round to the event log."""
+        with self.kit.store.transaction():
+            for skill_id, count in sorted(self._shown.items()):
+                self.kit.store.append_event(EventDraft("shown", skill_id, self.kit.namespace,
+                                                       json.dumps({"count": count})))
+        self._shown = {}
 
     def stats(self) -> dict[str, int]:
         """Skills by status."""
