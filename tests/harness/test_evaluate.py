@@ -118,3 +118,12 @@ def test_parallel_workers_give_the_same_results_as_one(tmp_path):
     one = Evaluation(spec(methods=["steer", "stack"]), tmp_path / "one", settings()).run()
     two = Evaluation(spec(methods=["steer", "stack"], workers=2), tmp_path / "two", settings()).run()
     assert strip_timing(one.model_dump()["methods"]) == strip_timing(two.model_dump()["methods"])
+
+
+@pytest.mark.slow
+def test_ray_backend_gives_the_same_results_as_one_process(tmp_path):
+    pytest.importorskip("ray", reason="the ray extra is installed by make setup")
+    one = Evaluation(spec(methods=["steer", "stack"]), tmp_path / "one", settings()).run()
+    ray_spec = spec(methods=["steer", "stack"], workers=2).model_copy(update={"backend": "ray"})
+    distributed = Evaluation(ray_spec, tmp_path / "ray", settings()).run()
+    assert strip_timing(one.model_dump()["methods"]) == strip_timing(distributed.model_dump()["methods"])

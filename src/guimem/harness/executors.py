@@ -7,8 +7,9 @@ boundary, so the episodes of a round are independent and can run in any order, a
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 from collections.abc import Callable, Iterator
-from typing import Protocol
+from typing import Any, Protocol
 
 from guimem.harness.jobs import EpisodeJob, Workbench
 from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir
@@ -93,12 +94,14 @@ class RayExecutor:
 
             raise MissingDependencyError("ray", "ray") from exc
         self._ray = ray
-        if not ray.is_initialized():
+        self._owns = not ray.is_initialized()
+        if self._owns:
+            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no telemetry, and no network here anyway
             ray.init(address=address, num_cpus=None if address else workers, include_dashboard=False,
                      log_to_driver=False)
         args = (spec.model_dump_json(), str(run_dir.path), settings.model_dump_json())
-        actor = ray.remote(num_cpus=1)(_RayWorker)
-        self._actors = [actor.remote(*args) for _ in range(workers)]
+        actor: Any = ray.remote(num_cpus=1)(_RayWorker)
+        self._actors: list[Any] = [actor.remote(*args) for _ in range(workers)]
 
     def run(self, jobs: list[EpisodeJob]) -> Iterator[Finished]:
         """Spread jobs over the actors round-robin; yield as they finish."""
@@ -110,9 +113,11 @@ class RayExecutor:
             yield EpisodeResult.model_validate_json(result_json), Trajectory.model_validate_json(traj_json)
 
     def close(self) -> None:
-        """Stop the actors."""
+        """Stop the actors (and the local Ray instance if this executor started it)."""
         for a in self._actors:
             self._ray.kill(a)
+        if self._owns:
+            self._ray.shutdown()
 
 
 class _RayWorker:
