@@ -26,7 +26,6 @@ from guimem.types import (
     Role,
     Task,
     UIElement,
-    placeholders,
 )
 
 
@@ -62,11 +61,6 @@ def _warned(item: InjectedItem, actions: list[Action]) -> list[Avoid] | None:
     if actions and item.success is False:
         return [(actions[-1], tuple(actions[:-1]), f"failed before ({item.id})")]
     return None
-
-
-def _placeholders(action: Action) -> list[str]:
-    names = action.selector.params() if action.selector else []
-    return names + (placeholders(action.text) if action.text else [])
 
 
 class ExplorerPolicy:
@@ -185,7 +179,7 @@ class ExplorerPolicy:
 
     def _offer_skill(self, inp: PolicyInput, cands: dict[CandKey, Candidate], item: InjectedItem,
                      bonus: float) -> None:
-        names = {p for a in item.behaviour.actions for p in _placeholders(a)}
+        names = {p for a in item.behaviour.actions for p in a.params()}
         if not names <= set(inp.task.params):
             return
         action = Action(kind=ActionKind.RUN_SKILL, skill=item.name, args={n: inp.task.params[n] for n in sorted(names)})

@@ -94,7 +94,7 @@ class Workbench:
         if cached is not None and not (fresh and cached[0] != round_index):
             return cached[1]
         if cached is not None:
-            getattr(cached[1], "kit", None) and cached[1].kit.store.close()  # type: ignore[attr-defined]
+            _close_store(cached[1])
         store = SQLiteStore(self.run_dir.store_file(method))
         kit = MemoryKit(store=store, embedder=self.embedder, counter=TiktokenCounter(self.spec.token_encoding),
                         namespace=method, vector_index=self.settings.vector_index)
@@ -115,10 +115,15 @@ class Workbench:
     def close(self) -> None:
         """Close the env and the stores."""
         for _, memory in self._memories.values():
-            kit = getattr(memory, "kit", None)
-            if kit is not None:
-                kit.store.close()
+            _close_store(memory)
         self._memories.clear()
         if self._env is not None:
             self._env.close()
             self._env = None
+
+
+def _close_store(memory: Memory) -> None:
+    """Close a memory's store (``none`` has none)."""
+    kit: MemoryKit | None = getattr(memory, "kit", None)
+    if kit is not None:
+        kit.store.close()

@@ -6,7 +6,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from guimem.types.ui import Selector, fill
+from guimem.types.ui import Selector, fill, placeholders
 
 
 class ActionKind(StrEnum):
@@ -69,6 +69,11 @@ class Action(BaseModel):
     def is_ui(self) -> bool:
         """True when the action changes the screen (memory actions and answers do not)."""
         return self.kind in UI_KINDS or self.kind is ActionKind.RUN_SKILL
+
+    def params(self) -> list[str]:
+        """The ``{param}`` names the selector and the text use, in order."""
+        names = self.selector.params() if self.selector else []
+        return names + (placeholders(self.text) if self.text else [])
 
     def bind(self, params: dict[str, str]) -> Action:
         """A copy with ``{param}`` placeholders in the selector and text filled."""

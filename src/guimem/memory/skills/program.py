@@ -28,8 +28,7 @@ class SkillProgram(BaseModel):
         """A program whose parameters are the placeholders its steps use, in order."""
         names: list[str] = []
         for step in steps:
-            used = (step.selector.params() if step.selector else []) + (placeholders(step.text) if step.text else [])
-            names += [n for n in used if n not in names]
+            names += [n for n in step.params() if n not in names]
         return cls(params=tuple(names), steps=steps)
 
     def render(self, name: str, doc: str = "") -> str:
