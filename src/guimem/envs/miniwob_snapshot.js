@@ -2,7 +2,8 @@
 // Refs come from core.getDOMInfo(), so core.elementClick(ref) works on them in this episode.
 return (function () {
   core.getDOMInfo();
-  var root = document.getElementById('wrap') || document.body;
+  // the whole body, as core.getDOMInfo does: jQuery UI dialogs and menus are attached outside #wrap
+  var root = document.body;
   var out = [];
   var FORM = {INPUT: 1, TEXTAREA: 1, SELECT: 1, BUTTON: 1};
   var TEXT_TYPES = {text: 1, password: 1, email: 1, number: 1, search: 1, tel: 1, url: 1, date: 1, time: 1};
@@ -62,7 +63,7 @@ return (function () {
   function containerOf(el) {
     var p = el.parentElement;
     while (p && p !== root) {
-      if (p.tagName === 'FORM' || (p.id && p.id !== 'area')) return p.id || p.tagName.toLowerCase();
+      if (p.tagName === 'FORM' || (p.id && p.id !== 'area' && p.id !== 'wrap')) return p.id || p.tagName.toLowerCase();
       p = p.parentElement;
     }
     return '';
