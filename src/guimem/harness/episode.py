@@ -16,7 +16,6 @@ from guimem.types import (
     ActionError,
     ActionErrorCode,
     ActionKind,
-    Injection,
     Observation,
     Outcome,
     Selector,
@@ -149,8 +148,3 @@ def _one_step(
     step = Step(index=index, observation=obs, action=action, thought=decision.thought, intent=decision.intent,
                 error=error, injection=injection, timings_ms=timings, performed=performed)
     return step, transition
-
-
-def empty_injection() -> Injection:
-    """An injection with nothing in it (for callers that record steps without memory)."""
-    return Injection()

@@ -11,7 +11,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from guimem.types import Action, ActionKind, Observation, Selector, Step, Task, Trajectory, screen_signature
+from guimem.types import Action, ActionKind, Observation, Selector, Task, Trajectory, screen_signature
 
 _QUOTED = re.compile(r"[\"“]([^\"”]{1,80})[\"”]")
 MIN_CONTAINED = 3
@@ -105,8 +105,3 @@ def performed_actions(traj: Trajectory) -> list[Performed]:
 def describe_templates(actions: tuple[Action, ...] | list[Action]) -> str:
     """Readable one-line description of a template sequence."""
     return "; ".join(a.describe() for a in actions)
-
-
-def history_keys(history: tuple[Step, ...]) -> set[str]:
-    """Template keys of what was already done (to tell where a behaviour stands)."""
-    return {template_key([s.action]) for s in history}

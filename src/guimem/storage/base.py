@@ -7,7 +7,7 @@ plus an event, written in the same transaction; the previous version stays reada
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -154,13 +154,6 @@ class Store(Protocol):
     def close(self) -> None:
         """Release connections."""
         ...
-
-
-def iter_current(store: Store, namespace: str, kind: str) -> Iterator[Record]:
-    """Current, non-deleted records of one kind."""
-    for rec in store.query(namespace, kind):
-        if rec.status != "deleted":
-            yield rec
 
 
 def create_store(url: str, registry: Registry | None = None) -> Store:
