@@ -106,6 +106,12 @@ def test_fuzzed_item_ids_never_cause_a_server_error(http, path):
         assert r.status_code < 500, r.text
 
 
+def test_an_item_id_with_a_nul_byte_is_a_client_error(http):
+    for suffix in ("", "/history"):
+        r = httpx.get(f"{http}/v1/items/%00{suffix}", headers=H)
+        assert 400 <= r.status_code < 500, r.text
+
+
 def test_openapi_schema_lists_the_routes(http):
     schema = httpx.get(f"{http}/openapi.json", headers=H).json()
     assert {"/v1/recall", "/v1/learn", "/v1/end_round", "/v1/items/{item_id}/history"} <= set(schema["paths"])

@@ -149,3 +149,15 @@ def test_concurrent_processes_lose_no_writes(store_url):
     assert len(s.events(namespace="graph")) == 160
     assert len(s.history("shared")) == 160
     assert [r.version for r in s.history("shared")] == list(range(1, 161))
+
+
+def test_postgres_turns_values_it_cannot_hold_into_data_errors(pg_dsn):
+    from guimem.errors import DataError
+
+    s = create_store(pg_dsn)
+    with pytest.raises(DataError, match="refused"):
+        s.get("bad\x00id")
+    with pytest.raises(DataError, match="refused"):
+        s.put(rec("nul\x00id"))
+    assert s.query("graph") == []
+    s.close()

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from guimem.errors import MigrationError, MissingDependencyError, StoreError
+from guimem.errors import DataError, MigrationError, MissingDependencyError, StoreError
 from guimem.storage.base import Event, EventDraft, Record
 from guimem.storage.sql import COLUMNS, SQLReads
 
@@ -75,7 +75,18 @@ class PostgresStore(SQLReads):
         return self._url
 
     def _fetch(self, sql: str, args: Sequence[object] = ()) -> list[tuple[Any, ...]]:
-        return list(self._conn.execute(sql, list(args)).fetchall())
+        with self._driver_errors():
+            return list(self._conn.execute(sql, list(args)).fetchall())
+
+    @contextmanager
+    def _driver_errors(self) -> Iterator[None]:
+        """Values PostgreSQL cannot hold (e.g. NUL bytes in text) are bad input, not server failures."""
+        import psycopg
+
+        try:
+            yield
+        except psycopg.DataError as exc:
+            raise DataError(f"PostgreSQL refused a value: {str(exc).splitlines()[0]}") from None
 
     def _migrate(self) -> None:
         with self._lock, self._conn.transaction():
@@ -103,7 +114,7 @@ class PostgresStore(SQLReads):
     def put(self, record: Record, event: EventDraft | None = None) -> Record:
         """A new version (serialised per item id) and its event, atomically."""
         now = time.time()
-        with self.transaction():
+        with self._driver_errors(), self.transaction():
             self._conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (record.id,))
             row = self._conn.execute("SELECT max(version) FROM items WHERE id = %s", (record.id,)).fetchone()
             version = int(row[0] or 0) + 1 if row else 1
@@ -118,7 +129,7 @@ class PostgresStore(SQLReads):
     def append_event(self, event: EventDraft) -> Event:
         """Append one event."""
         now = time.time()
-        with self.transaction():
+        with self._driver_errors(), self.transaction():
             row = self._conn.execute(
                 "INSERT INTO events (type, item_id, namespace, payload, created_at) VALUES (%s, %s, %s, %s, %s) "
                 "RETURNING seq", (event.type, event.item_id, event.namespace, event.payload, now)).fetchone()
