@@ -49,8 +49,9 @@ demo: setup
 	rm -rf $(DEMO_OUT)
 	$(BIN)/guimem eval --suite demo --rounds $(DEMO_ROUNDS) --methods $(DEMO_METHODS) --out $(DEMO_OUT)
 
+# Every benchmark script (helpers start with _); each prints its figures. Takes about 10 minutes.
 bench: setup
-	@for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+	@for f in benchmarks/[!_]*.py; do echo "== $$f"; (cd benchmarks && ../$(PY) $$(basename $$f)) || exit 1; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache runs test-artifacts

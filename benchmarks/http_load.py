@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 import httpx
+from _support import seed_memory
 from _synthetic import percentiles
-from tests_support import seed_memory
 
 from guimem.service.core import MemoryService, ServiceSettings
 from guimem.service.http import create_app
