@@ -54,6 +54,21 @@ def test_oversized_and_malformed_payloads_are_refused_and_store_nothing(http, tr
     assert httpx.get(f"{http}/v1/stats", headers=H).json()["events"] == 0
 
 
+def test_chunked_bodies_are_size_limited_too(http):
+    def small():
+        body = request().model_dump_json().encode()
+        yield body[:100]
+        yield body[100:]
+
+    def big():
+        for _ in range(300):
+            yield b"x" * 1000
+
+    assert httpx.post(f"{http}/v1/recall", content=small(), headers=J).status_code == 200
+    r = httpx.post(f"{http}/v1/learn", content=big(), headers=J)
+    assert r.status_code == 413 and "over 200000 bytes" in r.json()["message"]
+
+
 def test_export_and_import_stay_inside_the_data_directory(http, data_dir, trajectories_json):
     httpx.post(f"{http}/v1/learn", json={"trajectories": trajectories_json, "end_round": True}, headers=H)
     outside = httpx.post(f"{http}/v1/export", json={"path": "/tmp/escape.jsonl"}, headers=H)

@@ -75,7 +75,6 @@ class Evaluation:
                             for i, slot in with_slots(self.spec)
                             if (method, round_index, self.spec.suite.tasks[i].task,
                                 self.spec.suite.tasks[i].seed) not in done]
-                    bench.memory(method, round_index, fresh=True)
                     for result, traj in executor.run(jobs):
                         run_dir.record(result, traj)
                         done.add(result.key)
@@ -97,20 +96,15 @@ class Evaluation:
         write_report(run_dir, self.spec, summary)
         return summary
 
-    @staticmethod
-    def _store_boundary(bench: Workbench, method: str) -> int:
-        memory = bench.memory(method, -1)
-        kit = getattr(memory, "kit", None)
-        if kit is None:
-            return -1
-        return int(kit.store.meta_get("boundary") or -1)
-
     def _boundary_done(self, bench: Workbench, method: str, round_index: int) -> bool:
         run_dir = RunDir(self.out)
         if run_dir.snapshot(method, round_index) is not None:
             return True
-        if self._store_boundary(bench, method) >= round_index:  # committed, snapshot not yet written
-            run_dir.write_snapshot(method, round_index, bench.memory(method, round_index).stats())
+        memory = bench.memory(method, round_index)
+        kit = getattr(memory, "kit", None)
+        committed = int(kit.store.meta_get("boundary") or -1) if kit is not None else -1
+        if committed >= round_index:  # the boundary committed, its snapshot was not written yet
+            run_dir.write_snapshot(method, round_index, memory.stats())
             return True
         return False
 

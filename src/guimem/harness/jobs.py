@@ -51,7 +51,9 @@ class Workbench:
     """What episodes need in one process: env, policy, embedder, counter, and memories by method.
 
     The env is created on first use and closed by `close`; memories are opened from the run's
-    stores (each method its own) and reloaded when ``fresh`` is asked for (a new round).
+    stores (each method its own) once. The main process keeps its memory across rounds (it is the
+    one that learns at each boundary); worker processes ask for ``fresh`` memory to see a new
+    round's snapshot.
     """
 
     spec: EvalSpec

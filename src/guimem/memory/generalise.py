@@ -54,9 +54,9 @@ def generalise_selector(sel: Selector, values: dict[str, str]) -> Selector:
     """Replace task values in a selector's text, label and id by placeholders."""
     text, contains = _general(sel.text, values) if sel.text else ("", False)
     label, _ = _general(sel.label, values) if sel.label else ("", False)
-    rid = sel.resource_id
-    if rid and _general(rid, values)[0] != rid and not _general(rid, values)[1]:
-        rid = _general(rid, values)[0]
+    rid, partial = _general(sel.resource_id, values) if sel.resource_id else ("", False)
+    if partial:
+        rid = sel.resource_id
     nth = None if (text != sel.text or label != sel.label) else sel.nth
     return sel.model_copy(update={"text": text, "label": label, "resource_id": rid, "contains": contains, "nth": nth})
 
@@ -68,7 +68,8 @@ def generalise_action(action: Action, task: Task) -> Action:
     if action.selector is not None:
         update["selector"] = generalise_selector(action.selector, values)
     if action.text is not None and action.kind is ActionKind.TYPE:
-        update["text"] = _general(action.text, values)[0] if not _general(action.text, values)[1] else action.text
+        template, partial = _general(action.text, values)
+        update["text"] = action.text if partial else template  # typed text is a parameter only when it is one
     return action.model_copy(update=update)
 
 

@@ -127,16 +127,13 @@ class StackMemory(SteerMemory):
             self._vectors[item_id] = self.kit.embed_text(item.content, EmbedRole.PASSAGE)
         return self._vectors[item_id]
 
-    def _fits_screen(self, item: KnowledgeItem, query: RecallQuery, state: str) -> bool:
-        if item.kind != "edge":
+    def _fits_screen(self, item: KnowledgeItem, state: str, here: NDArray[np.float32]) -> bool:
+        if item.kind != "edge" or item.applicability.state == state:
             return True
-        if item.applicability.state == state:
-            return True
-        here = self.kit.embed_state(query.observation, query.task)
-        there = self.kit.embed_text(item.applicability.state)
-        return cosine(here, there) >= self.tau
+        return cosine(here, self.kit.embed_text(item.applicability.state)) >= self.tau
 
-    def _eligible(self, query: RecallQuery) -> tuple[list[tuple[str, KnowledgeItem]], list[str]]:
+    def _eligible(self, query: RecallQuery, here: NDArray[np.float32]
+                  ) -> tuple[list[tuple[str, KnowledgeItem]], list[str]]:
         contract = self.contract(query.task)
         state = state_text(query.observation, query.task)
         shown, withheld = [], []
@@ -144,7 +141,7 @@ class StackMemory(SteerMemory):
             if status not in (ItemStatus.ADMITTED, *UNDER_TEST):
                 continue
             if not compatible(item, query.task, contract, state, self.settings.exclude_source_task) or \
-                    not self._fits_screen(item, query, state):
+                    not self._fits_screen(item, state, here):
                 continue
             if status in UNDER_TEST and assign(item_id, self.round, query.slot) == "control":
                 withheld.append(item_id)
@@ -154,13 +151,13 @@ class StackMemory(SteerMemory):
 
     def recall(self, query: RecallQuery) -> Injection:
         """MMR across kinds under the token budget; abstain when nothing fits."""
-        eligible, withheld = self._eligible(query)
+        here = self.kit.embed_state(query.observation, query.task)
+        eligible, withheld = self._eligible(query, here)
         if not eligible:
             note = "no compatible knowledge" if self._items else "memory is empty"
             return Injection(method=self.name, abstained=bool(self._items), note=note, withheld=tuple(withheld))
         alpha = self.spec.skills.alpha
-        q = alpha * self.kit.embed_state(query.observation, query.task) + (1 - alpha) * self.kit.embed_text(
-            query.task.goal)
+        q = alpha * here + (1 - alpha) * self.kit.embed_text(query.task.goal)
         vectors = np.stack([self._vector(i, it) for i, it in eligible])
         scores = (vectors @ q).astype(np.float32)
         order = mmr(scores, vectors, len(eligible), self.spec.skills.mmr_lambda)

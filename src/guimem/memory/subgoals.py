@@ -74,13 +74,9 @@ class OfflineSegmenter:
             return [Segment(tuple(performed))]
         if self.granularity is Granularity.ACTION:
             return _cut(performed, list(range(1, len(performed))))
-        starts = []
-        for i in range(1, len(performed)):
-            prev, cur = performed[i - 1], performed[i]
-            screen_changed = state_text(cur.before, traj.task, state=False) != state_text(prev.before, traj.task,
-                                                                                         state=False)
-            if screen_changed or _container(cur) != _container(prev):
-                starts.append(i)
+        screens = [state_text(p.before, traj.task, state=False) for p in performed]
+        starts = [i for i in range(1, len(performed))
+                  if screens[i] != screens[i - 1] or _container(performed[i]) != _container(performed[i - 1])]
         return _cut(performed, starts)
 
 
