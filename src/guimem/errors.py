@@ -17,8 +17,12 @@ Every exception guimem raises derives from `GuimemError`::
     ├── EnvError                     the environment (browser, device) failed — infrastructure, not a bad action
     │   └── EnvNotReadyError         a required binary or device is missing
     ├── SkillError                   a skill program is invalid or failed to run
-    └── LLMError                     the model endpoint failed
-        └── LLMResponseError         the model replied, but not in the required form
+    ├── LLMError                     the model endpoint failed
+    │   └── LLMResponseError         the model replied, but not in the required form
+    └── RunStoppedError              an evaluation stopped on infrastructure failures (resumable)
+
+`EnvError`, `LLMError` (but not `LLMResponseError`) and `StoreError` are infrastructure failures:
+an episode they end is recorded as such and never counted as the agent's failure.
 
 A failed GUI action is *not* an exception: it is an `ActionError` value the agent sees next step.
 """
@@ -182,3 +186,21 @@ class LLMResponseError(LLMError):
     def __init__(self, message: str, *, reply: str) -> None:
         self.reply = reply
         super().__init__(message)
+
+
+class RunStoppedError(GuimemError):
+    """An evaluation stopped because the infrastructure kept failing; rerun it to resume.
+
+    Args:
+        message: Why it stopped.
+        failures: How many episodes are still without a judged result.
+        first: The first infrastructure failure's message.
+        suggestion: The fix, when the failure suggested one.
+    """
+
+    def __init__(self, message: str, *, failures: int, first: str, suggestion: str | None = None) -> None:
+        self.failures = failures
+        self.first = first
+        fix = f"{suggestion}; then rerun the same command to resume" if suggestion else \
+            "fix the cause, then rerun the same command to resume"
+        super().__init__(f"{message}: {first}", suggestion=fix)

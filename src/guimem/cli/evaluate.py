@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import json
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from guimem.cli.output import CliState, emit_json, fail, state
+from guimem.cli.output import EXIT_INTERRUPTED, CliState, emit_json, fail, state
 from guimem.embeddings import create_embedder
 from guimem.errors import ConfigError, GuimemError
 from guimem.harness.evaluate import Evaluation, methods_of
 from guimem.harness.metrics import Summary, summarise
 from guimem.harness.report import pass_table, write_report
-from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir
+from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir, judged
 from guimem.memory.factory import METHODS, MemorySpec
 from guimem.tasks import load_suite
 
@@ -23,6 +28,9 @@ from guimem.tasks import load_suite
 def _spec(st: CliState, env: str, suite: str, rounds: int, methods: str, policy: str, workers: int, backend: str,
           exclude_source_task: bool, context: str) -> EvalSpec:
     chosen = [m.strip() for m in methods.split(",") if m.strip()]
+    if not chosen:
+        raise ConfigError(f"--methods {methods!r} names no method",
+                          suggestion=f"give a comma-separated list of {', '.join(METHODS)}")
     for m in chosen:
         if m not in METHODS:
             import difflib
@@ -40,6 +48,36 @@ def _spec(st: CliState, env: str, suite: str, rounds: int, methods: str, policy:
     return EvalSpec(env=env, suite=suite_obj, rounds=rounds, methods=methods_of(chosen), policy=policy,
                     context=context, memory=MemorySpec(exclude_source_task=exclude_source_task), embedder=embedder,
                     llm=llm, token_encoding=st.settings.token_encoding, workers=workers, backend=backend)
+
+
+def check_out_dir(out: Path) -> None:
+    """Create the run folder, or say in one line why it cannot be one.
+
+    Raises:
+        ConfigError: ``out`` is a file, or cannot be created.
+    """
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file, not a folder", suggestion="give a new or existing folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create the run folder {out}: {exc.strerror or exc}",
+                          suggestion="give a folder you can write to") from None
+
+
+@contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt here, so workers and browsers are stopped on the way out."""
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, handler) if threading.current_thread() is threading.main_thread() \
+        else None
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def print_summary(st: CliState, summary: Summary, title: str) -> None:
@@ -61,7 +99,7 @@ def eval_command(
                                 help=f"Comma-separated methods ({', '.join(METHODS)}); none always runs."),
     env: str = typer.Option("miniwob", "--env", help="Environment."),
     policy: str = typer.Option("explorer", "--policy", "-p", help="explorer or llm."),
-    context: str = typer.Option("react", "--context", help="llm policy context strategy."),
+    context: str = typer.Option("react", "--context", help="llm policy context: conact, react, truncate, none."),
     out: Path = typer.Option(Path("runs/eval"), "--out", "-o", help="Run directory (rerun to resume)."),
     workers: int = typer.Option(1, "--workers", "-w", min=1, help="Parallel episodes (one browser each)."),
     backend: str = typer.Option("local", "--backend", help="local or ray."),
@@ -73,8 +111,9 @@ def eval_command(
     st = state(ctx)
     try:
         spec = _spec(st, env, suite, rounds, methods, policy, workers, backend, exclude_source_task, context)
+        check_out_dir(out)
         total = len(spec.suite.tasks) * spec.rounds * len(spec.methods)
-        done = len(RunDir(out).results()) if (out / "results.jsonl").exists() else 0
+        done = len(judged(RunDir(out).results()))
         counts: dict[str, list[int]] = {}
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       TimeRemainingColumn(), console=st.err, disable=st.json or json_output) as bar:
@@ -87,15 +126,27 @@ def eval_command(
                 bar.update(task_id, advance=1, description=f"{r.method:>22} round {r.round + 1} {r.task:<24} "
                                                            f"success {ok}/{n}")
 
-            summary = Evaluation(spec, out, st.settings, progress=progress).run()
+            with terminate_as_interrupt():
+                summary = Evaluation(spec, out, st.settings, progress=progress).run()
     except GuimemError as exc:
         raise fail(ctx, exc) from None
+    except KeyboardInterrupt:
+        st.err.print(f"interrupted: workers and browsers stopped; rerun the same command to resume ({out})")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     assert summary is not None
     if st.json or json_output:
         emit_json(summary)
         return
     print_summary(st, summary, f"{spec.suite.name}: {spec.rounds} rounds, Pass@k % (policy {spec.policy})")
+    _print_infra(st, summary)
     st.console.print(f"report: {out / 'report.html'}\nsummary: {out / 'summary.json'}")
+
+
+def _print_infra(st: CliState, summary: Summary) -> None:
+    for name, m in summary.methods.items():
+        if m.infra.attempts:
+            st.err.print(f"[yellow]{name}: {m.infra.attempts} infrastructure failures (not counted; "
+                         f"{m.infra.unresolved} unresolved); first: {escape(m.infra.first_error or '')}[/]")
 
 
 def report_command(

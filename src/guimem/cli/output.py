@@ -9,8 +9,9 @@ from typing import Any
 import typer
 from pydantic import BaseModel
 from rich.console import Console
+from rich.markup import escape
 
-from guimem.errors import GuimemError
+from guimem.errors import EnvError, GuimemError, LLMError, LLMResponseError, NotFoundError, RunStoppedError, StoreError
 from guimem.settings import GuimemSettings, load_settings
 
 
@@ -22,6 +23,9 @@ def _width() -> int | None:
     if sys.stdout.isatty() or "COLUMNS" in os.environ:
         return None
     return 160
+
+
+INFRA_ERRORS = (EnvError, LLMError, StoreError, RunStoppedError)
 
 
 @dataclass
@@ -51,13 +55,24 @@ def emit_json(value: BaseModel | dict[str, Any] | list[Any]) -> None:
         typer.echo(json.dumps(value, indent=2, default=str))
 
 
-def fail(ctx: typer.Context, exc: GuimemError, code: int = 2) -> typer.Exit:
-    """Report a guimem error (as JSON under ``--json``) and return the exit to raise."""
+EXIT_INFRA = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def exit_code_for(exc: GuimemError) -> int:
+    """1 when the infrastructure failed (browser, model endpoint, store, a stopped run), 2 for bad input."""
+    if isinstance(exc, LLMResponseError | NotFoundError):  # the reply's or the caller's fault, not the machine's
+        return EXIT_USAGE
+    return EXIT_INFRA if isinstance(exc, INFRA_ERRORS) else EXIT_USAGE
+
+
+def fail(ctx: typer.Context, exc: GuimemError, code: int | None = None) -> typer.Exit:
+    """Report a guimem error on one line (one JSON document under ``--json``); return the exit to raise."""
     st = state(ctx)
     if st.json:
         emit_json({"error": type(exc).__name__, "message": exc.message, "suggestion": exc.suggestion})
     else:
-        st.err.print(f"[bold red]error:[/] {exc.message}")
-        if exc.suggestion:
-            st.err.print(f"[yellow]hint:[/] {exc.suggestion}")
-    return typer.Exit(code)
+        fix = f" [yellow]fix:[/] {escape(exc.suggestion)}" if exc.suggestion else ""
+        st.err.print(f"[bold red]error:[/] {escape(exc.message)}{fix}", soft_wrap=True)
+    return typer.Exit(exit_code_for(exc) if code is None else code)

@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from guimem.cli.output import CliState, emit_json, fail, state
-from guimem.errors import GuimemError
+from guimem.errors import GuimemError, RunStoppedError
 from guimem.harness.episode import EpisodeSettings, run_episode
 from guimem.harness.factory import make_env, make_policy
 from guimem.tasks import builtin_suites, load_suite
@@ -22,7 +22,7 @@ def run(
     seed: int = typer.Option(0, "--seed", "-s", help="Task seed (same seed, same episode start)."),
     env_name: str = typer.Option("miniwob", "--env", help="Environment: miniwob or android."),
     policy_name: str = typer.Option("explorer", "--policy", "-p", help="Policy: explorer or llm."),
-    context: str = typer.Option("react", "--context", help="llm policy context: react, truncate, none."),
+    context: str = typer.Option("react", "--context", help="llm policy context: conact, react, truncate, none."),
     max_steps: int = typer.Option(DEFAULT_MAX_STEPS, "--max-steps", min=1, help="Step budget."),
     out: Path = typer.Option(Path("runs/run"), "--out", "-o", help="Folder for trajectories.jsonl."),
     screenshots: bool = typer.Option(False, "--screenshots", help="Save a PNG per observation."),
@@ -43,6 +43,10 @@ def run(
             environment.close()
     except GuimemError as exc:
         raise fail(ctx, exc) from None
+    infra = trajectory.outcome.infra
+    if infra is not None:  # not the agent's failure: nothing is recorded, and the exit code says so
+        raise fail(ctx, RunStoppedError(f"the episode could not be judged ({infra.component} failed)", failures=1,
+                                        first=infra.message, suggestion=infra.suggestion)) from None
     append_trajectory(traj_file, trajectory)
     result = {"task": task, "seed": seed, "success": trajectory.outcome.success, "score": trajectory.outcome.score,
               "steps": len(trajectory.steps), "trajectory": str(traj_file)}

@@ -13,6 +13,8 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -60,6 +62,20 @@ if (!el) return 'no element with ref ' + arguments[0];
 if (!('value' in el)) return 'element is not editable';
 el.value = ''; return true;
 """
+
+
+@contextmanager
+def _browser_failures() -> Iterator[None]:
+    """Selenium and transport errors (a crashed browser or driver) become `EnvError`: infrastructure."""
+    from selenium.common.exceptions import WebDriverException
+    from urllib3.exceptions import HTTPError as TransportError
+
+    try:
+        yield
+    except (WebDriverException, TransportError, OSError) as exc:
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise EnvError(f"the browser failed: {type(exc).__name__}: {first}",
+                       suggestion="check `guimem doctor`; the episode is run again on resume") from exc
 
 
 def miniwob_html_dir() -> Path:
@@ -145,6 +161,19 @@ class MiniWoBEnv:
             self._page = None
         return self._browser.driver
 
+    def preflight(self) -> str:
+        """Start the browser this env will use and render a page in it.
+
+        Raises:
+            EnvNotReadyError: Chromium or chromedriver is missing.
+            EnvError: The browser does not start or render.
+        """
+        start = time.perf_counter()
+        if self._js("return 1 + 1;") != 2:
+            raise EnvError("the browser does not run scripts")
+        version = self.driver.capabilities.get("browserVersion", "?")
+        return f"chromium {version} started in {time.perf_counter() - start:.2f}s"
+
     def _js(self, script: str, *args: Any) -> Any:
         from selenium.common.exceptions import WebDriverException
 
@@ -175,6 +204,10 @@ class MiniWoBEnv:
 
     def reset(self, task: Task) -> Observation:
         """Open the task page if needed, seed it, start an episode with the timer lifted."""
+        with _browser_failures():
+            return self._reset(task)
+
+    def _reset(self, task: Task) -> Observation:
         self._open(task.id)
         self._js("if (WOB_DONE_GLOBAL === false && core.EP_TIMER !== null) { core.endEpisode(0); }")
         self._js(f"Math.seedrandom({task.seed!r}); core.setDataMode('train');")
@@ -198,7 +231,11 @@ class MiniWoBEnv:
                            timestamp=time.time())
 
     def step(self, action: Action) -> Transition:
-        """Perform a UI action; failures come back as `ActionError`."""
+        """Perform a UI action; failures come back as `ActionError` (a dead browser raises `EnvError`)."""
+        with _browser_failures():
+            return self._step(action)
+
+    def _step(self, action: Action) -> Transition:
         if self._snapshot.get("done"):
             err = ActionError(code=ActionErrorCode.ENV_REJECTED, message="the episode is over",
                               action=action.describe())
@@ -259,7 +296,8 @@ class MiniWoBEnv:
 
     def evaluate(self) -> Outcome:
         """Raw reward 1 is success; an episode that has not ended is not a success."""
-        snap = self._js("return {done: WOB_DONE_GLOBAL, raw: WOB_RAW_REWARD_GLOBAL, reason: WOB_REWARD_REASON};")
+        with _browser_failures():
+            snap = self._js("return {done: WOB_DONE_GLOBAL, raw: WOB_RAW_REWARD_GLOBAL, reason: WOB_REWARD_REASON};")
         if not snap["done"]:
             return Outcome(success=False, score=0.0, reason="episode did not end")
         raw = float(snap["raw"] or 0.0)

@@ -9,13 +9,15 @@ from dataclasses import dataclass
 
 from guimem.agents.base import Decision, Policy, PolicyInput
 from guimem.envs.base import Env, Transition
-from guimem.errors import EnvError
+from guimem.errors import EnvError, GuimemError, LLMError, LLMResponseError, StoreError
 from guimem.memory.base import Memory, NoMemory, RecallQuery
 from guimem.types import (
     Action,
     ActionError,
     ActionErrorCode,
     ActionKind,
+    InfraComponent,
+    InfraFailure,
     Observation,
     Outcome,
     Selector,
@@ -36,11 +38,28 @@ class EpisodeSettings:
 
     Attributes:
         max_steps: Steps allowed (the task's own ``max_steps`` wins when set).
-        crash_outcome_reason: Prefix for the outcome reason when the episode crashed.
     """
 
     max_steps: int = 15
-    crash_outcome_reason: str = "crashed"
+
+
+def infra_failure(exc: GuimemError) -> InfraFailure | None:
+    """The infrastructure failure an exception stands for, or None when it is not one.
+
+    The env (browser, driver, device), the model endpoint and the store are infrastructure; a
+    model reply in the wrong form is the agent's own doing and is not listed here.
+    """
+    component: InfraComponent | None = None
+    if isinstance(exc, EnvError):
+        component = InfraComponent.ENV
+    elif isinstance(exc, LLMError) and not isinstance(exc, LLMResponseError):
+        component = InfraComponent.MODEL
+    elif isinstance(exc, StoreError):
+        component = InfraComponent.MEMORY
+    if component is None:
+        return None
+    return InfraFailure(component=component, error=type(exc).__name__, message=exc.message,
+                        suggestion=exc.suggestion)
 
 
 def _with_selector(action: Action, obs: Observation) -> Action:
@@ -67,7 +86,10 @@ def run_episode(
     round_index: int = 0,
     slot: int = 0,
 ) -> Trajectory:
-    """Run one episode and return its trajectory (a crash becomes a failed outcome, never lost).
+    """Run one episode and return its trajectory.
+
+    When the env, the model endpoint or the store fails, the episode ends with an outcome whose
+    ``infra`` field says so (never an agent failure); any other exception propagates.
 
     Args:
         env: The environment (not closed here: one env serves many episodes).
@@ -105,9 +127,12 @@ def run_episode(
                 break
         final_obs = obs
         outcome = env.evaluate()
-    except EnvError as exc:
-        log.warning("episode %s on %s crashed: %s", episode_id, task.id, exc)
-        outcome = Outcome(success=False, score=0.0, reason=f"{settings.crash_outcome_reason}: {exc.message}")
+    except (EnvError, LLMError, StoreError) as exc:
+        failure = infra_failure(exc)
+        if failure is None:
+            raise
+        log.warning("episode %s on %s: %s failed: %s", episode_id, task.id, failure.component, exc)
+        outcome = Outcome(success=False, score=0.0, reason=f"{failure.component} failed: {exc.message}", infra=failure)
     return Trajectory(
         episode_id=episode_id, task=task, steps=tuple(steps), final_observation=final_obs, outcome=outcome,
         env=env.name, policy=policy.name, memory=memory.name, started_at=started, wall_ms=_ms(wall),

@@ -11,14 +11,15 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from guimem.harness.executors import make_executor
+from guimem.errors import RunStoppedError
+from guimem.harness.executors import Executor, make_executor
 from guimem.harness.jobs import EpisodeJob, Workbench
 from guimem.harness.metrics import Summary, summarise
 from guimem.harness.report import write_report
-from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir
+from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir, judged
 from guimem.settings import GuimemSettings
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,29 @@ def methods_of(requested: list[str]) -> list[str]:
     return ["none", *[m for m in dict.fromkeys(requested) if m != "none"]]
 
 
+class _Breaker:
+    """Stops a run after ``limit`` consecutive infrastructure failures (a judged episode resets it)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.streak = 0
+
+    def observe(self, result: EpisodeResult) -> None:
+        """Count one finished episode.
+
+        Raises:
+            RunStoppedError: The streak reached the limit.
+        """
+        if result.infra is None:
+            self.streak = 0
+            return
+        self.streak += 1
+        if self.streak >= self.limit:
+            raise RunStoppedError(f"stopped after {self.streak} infrastructure failures in a row "
+                                  f"({result.infra.component} failed)", failures=self.streak,
+                                  first=result.infra.message, suggestion=result.infra.suggestion)
+
+
 @dataclass
 class Evaluation:
     """One evaluation run in one directory.
@@ -57,16 +81,31 @@ class Evaluation:
     settings: GuimemSettings
     progress: Progress | None = None
     stop_after: int | None = None
+    _new: int = field(default=0, init=False)
+    _breaker: _Breaker = field(default_factory=lambda: _Breaker(1), init=False, repr=False)
 
     def run(self) -> Summary | None:
-        """Run (or resume) every round; return the summary, or None when stopped early."""
+        """Run (or resume) every round; return the summary, or None when stopped early.
+
+        Raises:
+            GuimemError: A part failed its preflight (browser, model endpoint), before any episode.
+            RunStoppedError: The infrastructure kept failing during the run; what finished is kept
+                and a rerun resumes (infrastructure failures are run again, never counted).
+        """
         run_dir = RunDir(self.out)
         self.spec = run_dir.start(self.spec)
-        done = {r.key for r in run_dir.results()}
+        done = {r.key for r in run_dir.results() if r.judged}
         bench = Workbench(self.spec, run_dir, self.settings)
-        executor = make_executor(self.spec.backend, self.spec.workers, bench, self.spec, run_dir, self.settings)
-        new = 0
+        executor: Executor | None = None
+        finished = False
+        self._breaker = _Breaker(self.settings.run.infra_breaker)
+        self._new = 0
         try:
+            for line in bench.preflight():
+                log.info("preflight: %s", line)
+            if self.spec.workers > 1 or self.spec.backend != "local":
+                bench.close_env()  # workers start their own browsers
+            executor = make_executor(self.spec.backend, self.spec.workers, bench, self.spec, run_dir, self.settings)
             for round_index in range(self.spec.rounds):
                 for method in self.spec.methods:
                     if self._boundary_done(bench, method, round_index):
@@ -75,19 +114,51 @@ class Evaluation:
                             for i, slot in with_slots(self.spec)
                             if (method, round_index, self.spec.suite.tasks[i].task,
                                 self.spec.suite.tasks[i].seed) not in done]
-                    for result, traj in executor.run(jobs):
-                        run_dir.record(result, traj)
-                        done.add(result.key)
-                        new += 1
-                        if self.progress:
-                            self.progress(result)
-                        if self.stop_after is not None and new >= self.stop_after:
-                            return None
+                    if self._run_jobs(executor, run_dir, jobs, done):
+                        finished = True
+                        return None
                     self._boundary(bench, run_dir, method, round_index)
+            finished = True
         finally:
-            executor.close()
+            if executor is not None:
+                executor.close(abort=not finished)
             bench.close()
         return self.finish(run_dir)
+
+    def _run_jobs(self, executor: Executor, run_dir: RunDir, jobs: list[EpisodeJob],
+                  done: set[tuple[str, int, str, int]]) -> bool:
+        """Run a round's jobs, retrying infrastructure failures; True when `stop_after` was reached.
+
+        Raises:
+            RunStoppedError: Too many infrastructure failures in a row, or some still failing
+                after the retries (the round's boundary needs every episode).
+        """
+        failed: list[EpisodeJob] = []
+        for attempt in range(self.settings.run.infra_retries + 1):
+            failed = []
+            by_key = {(j.method, j.round, j.entry.task, j.entry.seed): j for j in jobs}
+            for result, traj in executor.run(jobs):
+                run_dir.record(result, traj)
+                self._breaker.observe(result)
+                if result.infra is not None:
+                    failed.append(by_key[result.key])
+                    continue
+                done.add(result.key)
+                self._new += 1
+                if self.progress:
+                    self.progress(result)
+                if self.stop_after is not None and self._new >= self.stop_after:
+                    return True
+            if not failed:
+                return False
+            log.warning("%d episodes failed for infrastructure reasons (attempt %d); running them again",
+                        len(failed), attempt + 1)
+            jobs = failed
+        first = next(r for r in reversed(run_dir.results()) if r.infra is not None).infra
+        assert first is not None
+        raise RunStoppedError(f"{len(failed)} episodes of {jobs[0].method} round {jobs[0].round + 1} still fail "
+                              f"after {self.settings.run.infra_retries} retries ({first.component} failed)",
+                              failures=len(failed), first=first.message, suggestion=first.suggestion)
 
     def finish(self, run_dir: RunDir) -> Summary:
         """Write ``summary.json`` and ``report.html``."""
@@ -110,7 +181,7 @@ class Evaluation:
 
     def _boundary(self, bench: Workbench, run_dir: RunDir, method: str, round_index: int) -> None:
         """Learn from the round's episodes in suite order, consolidate, commit, snapshot."""
-        results = [r for r in run_dir.results() if r.method == method and r.round == round_index]
+        results = [r for r in judged(run_dir.results()) if r.method == method and r.round == round_index]
         trajs = run_dir.trajectories(method, round_index, {r.episode_id for r in results})
         order = {(e.task, e.seed): i for i, e in enumerate(self.spec.suite.tasks)}
         ordered = sorted(results, key=lambda r: order.get((r.task, r.seed), 0))

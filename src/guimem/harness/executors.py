@@ -6,8 +6,10 @@ boundary, so the episodes of a round are independent and can run in any order, a
 
 from __future__ import annotations
 
+import logging
 import multiprocessing as mp
 import os
+import signal
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
@@ -16,6 +18,7 @@ from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir
 from guimem.settings import GuimemSettings
 from guimem.types import Trajectory
 
+log = logging.getLogger(__name__)
 Finished = tuple[EpisodeResult, Trajectory]
 
 
@@ -26,8 +29,8 @@ class Executor(Protocol):
         """Yield (result, trajectory) per job, in any order."""
         ...
 
-    def close(self) -> None:
-        """Release workers."""
+    def close(self, abort: bool = False) -> None:
+        """Release workers and their browsers (``abort``: the run is stopping on an error or a signal)."""
         ...
 
 
@@ -42,19 +45,36 @@ class SequentialExecutor:
         for job in jobs:
             yield self.bench.run(job)
 
-    def close(self) -> None:
+    def close(self, abort: bool = False) -> None:
         """Nothing to release (the main workbench is closed by its owner)."""
 
 
 _BENCH: Workbench | None = None
 
 
+def _close_bench() -> None:
+    global _BENCH
+    bench, _BENCH = _BENCH, None
+    if bench is not None:
+        bench.close()
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    # The pool terminates its workers with SIGTERM; close the browser before going, or it outlives us.
+    _close_bench()
+    os._exit(128 + signum)
+
+
 def _init_worker(spec_json: str, run_path: str, settings_json: str) -> None:
     global _BENCH  # one workbench (browser, embedder) per worker process, built once
+    from multiprocessing import util
     from pathlib import Path
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the main process, which stops the pool
+    signal.signal(signal.SIGTERM, _on_sigterm)
     _BENCH = Workbench(EvalSpec.model_validate_json(spec_json), RunDir(Path(run_path)),
                        GuimemSettings.model_validate_json(settings_json))
+    util.Finalize(None, _close_bench, exitpriority=100)  # a normal worker exit closes the browser too
 
 
 def _work(job: EpisodeJob) -> tuple[str, str]:
@@ -76,9 +96,12 @@ class ProcessExecutor:
         for result_json, traj_json in self._pool.imap_unordered(_work, jobs):
             yield EpisodeResult.model_validate_json(result_json), Trajectory.model_validate_json(traj_json)
 
-    def close(self) -> None:
-        """Stop the workers (each closes its browser at exit)."""
-        self._pool.close()
+    def close(self, abort: bool = False) -> None:
+        """Stop the workers; each closes its browser as it exits (on SIGTERM too, when aborting)."""
+        if abort:
+            self._pool.terminate()
+        else:
+            self._pool.close()
         self._pool.join()
 
 
@@ -112,8 +135,12 @@ class RayExecutor:
             result_json, traj_json = ray.get(ready[0])
             yield EpisodeResult.model_validate_json(result_json), Trajectory.model_validate_json(traj_json)
 
-    def close(self) -> None:
-        """Stop the actors (and the local Ray instance if this executor started it)."""
+    def close(self, abort: bool = False) -> None:
+        """Close the actors' browsers, stop the actors (and the local Ray instance if this executor started it)."""
+        try:
+            self._ray.get([a.close.remote() for a in self._actors], timeout=60)
+        except Exception:  # an actor that is already gone has nothing left to close
+            log.warning("a Ray worker did not close cleanly", exc_info=True)
         for a in self._actors:
             self._ray.kill(a)
         if self._owns:
@@ -126,6 +153,9 @@ class _RayWorker:
 
     def run(self, job: EpisodeJob) -> tuple[str, str]:
         return _work(job)
+
+    def close(self) -> None:
+        _close_bench()
 
 
 def make_executor(backend: str, workers: int, bench: Workbench, spec: EvalSpec, run_dir: RunDir,

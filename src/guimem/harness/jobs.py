@@ -19,7 +19,7 @@ from guimem.settings import GuimemSettings
 from guimem.storage.sqlite import SQLiteStore
 from guimem.tasks import SuiteEntry
 from guimem.tokens import TiktokenCounter
-from guimem.types import Trajectory
+from guimem.types import InfraComponent, Preflight, Trajectory
 
 
 @dataclass(frozen=True)
@@ -35,13 +35,13 @@ class EpisodeJob:
 def result_of(job: EpisodeJob, traj: Trajectory) -> EpisodeResult:
     """The ``results.jsonl`` line for a finished episode."""
     latencies = [s.injection.latency_ms for s in traj.steps]
-    crashed = traj.outcome.reason.startswith("crashed")
+    infra = traj.outcome.infra
     return EpisodeResult(
         method=job.method, round=job.round, task=job.entry.task, seed=job.entry.seed,
         success=traj.outcome.success, score=traj.outcome.score, steps=len(traj.steps),
         injected_tokens=sum(s.injection.tokens for s in traj.steps),
         recall_ms_p50=round(statistics.median(latencies), 3) if latencies else 0.0,
-        error=traj.outcome.reason if crashed else None, slot=job.slot, episode_id=traj.episode_id,
+        error=traj.outcome.reason if infra else None, infra=infra, slot=job.slot, episode_id=traj.episode_id,
         wall_ms=traj.wall_ms, recall_ms=latencies, abstained_steps=sum(1 for s in traj.steps if s.injection.abstained),
     )
 
@@ -104,24 +104,42 @@ class Workbench:
         self._memories[method] = (round_index, memory)
         return memory
 
+    def preflight(self) -> list[str]:
+        """Start the env and check the policy's endpoint before any episode (what each checked).
+
+        Raises:
+            GuimemError: A part cannot work (browser missing, model endpoint down), with the fix.
+        """
+        checked = []
+        for part in (self.env, self.policy):
+            if isinstance(part, Preflight):
+                checked.append(part.preflight())
+        return checked
+
     def run(self, job: EpisodeJob, fresh_memory: bool = False) -> tuple[EpisodeResult, Trajectory]:
-        """Run one job."""
+        """Run one job (an env the infrastructure failed is closed, so the next job starts a new one)."""
         memory = self.memory(job.method, job.round, fresh=fresh_memory)
         runner: SkillRunner | None = getattr(memory, "run_skill", None)
         task = job.entry.to_task(self.spec.env, self.spec.max_steps)
         traj = run_episode(self.env, self.policy, task, memory=memory,
                            settings=EpisodeSettings(max_steps=task.max_steps or self.spec.max_steps),
                            skill_runner=runner, round_index=job.round, slot=job.slot)
+        if traj.outcome.infra is not None and traj.outcome.infra.component is InfraComponent.ENV:
+            self.close_env()
         return result_of(job, traj), traj
+
+    def close_env(self) -> None:
+        """Close the env (a new one starts on next use)."""
+        if self._env is not None:
+            env, self._env = self._env, None
+            env.close()
 
     def close(self) -> None:
         """Close the env and the stores."""
         for _, memory in self._memories.values():
             _close_store(memory)
         self._memories.clear()
-        if self._env is not None:
-            self._env.close()
-            self._env = None
+        self.close_env()
 
 
 def _close_store(memory: Memory) -> None:

@@ -12,7 +12,7 @@ from collections import defaultdict
 import numpy as np
 from pydantic import BaseModel, Field
 
-from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir
+from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir, judged, unresolved_infra
 
 BOOTSTRAP_SAMPLES = 2000
 BOOTSTRAP_SEED = 0
@@ -39,6 +39,20 @@ class Difference(BaseModel):
     ci: list[float]
 
 
+class InfraCounts(BaseModel):
+    """Infrastructure failures of one method: never counted in Pass@k, shown so they are not missed.
+
+    Attributes:
+        attempts: Episodes the infrastructure failed (each attempt once, retried or not).
+        unresolved: Episodes still without a judged result (run again on resume).
+        first_error: The first failure's component and message.
+    """
+
+    attempts: int = 0
+    unresolved: int = 0
+    first_error: str | None = None
+
+
 class MethodSummary(BaseModel):
     """Everything ``summary.json`` says about one method."""
 
@@ -48,6 +62,7 @@ class MethodSummary(BaseModel):
     diff_vs_none: dict[str, Difference]
     injected_tokens_total: int
     steps_total: int
+    infra: InfraCounts = Field(default_factory=InfraCounts)
 
 
 class Summary(BaseModel):
@@ -111,8 +126,19 @@ def _ci(values: np.ndarray) -> list[float]:
     return [round(float(np.percentile(values, 2.5)), 4), round(float(np.percentile(values, 97.5)), 4)]
 
 
-def summarise(spec: EvalSpec, results: list[EpisodeResult], run_dir: RunDir | None = None) -> Summary:
-    """Build ``summary.json`` from the result lines (and memory snapshots when a run dir is given)."""
+def _infra(attempts: list[EpisodeResult], unresolved: list[EpisodeResult]) -> InfraCounts:
+    first = attempts[0].infra if attempts else None
+    return InfraCounts(attempts=len(attempts), unresolved=len(unresolved),
+                       first_error=f"{first.component}: {first.message}" if first else None)
+
+
+def summarise(spec: EvalSpec, lines: list[EpisodeResult], run_dir: RunDir | None = None) -> Summary:
+    """Build ``summary.json`` from the result lines (and memory snapshots when a run dir is given).
+
+    Only judged episodes count; infrastructure failures are reported per method, apart.
+    """
+    results = judged(lines)
+    pending = unresolved_infra(lines)
     units = list(dict.fromkeys((e.task, e.seed) for e in spec.suite.tasks))
     rounds = spec.rounds
     samples = bootstrap_indices(units)
@@ -136,7 +162,9 @@ def summarise(spec: EvalSpec, results: list[EpisodeResult], run_dir: RunDir | No
             diffs[str(k)] = Difference(mean=round(float(hits.mean() - base.mean()), 4), ci=_ci(paired))
         methods[method] = MethodSummary(rounds=per_round, pass_at_k=pak, pass_at_k_ci=cis, diff_vs_none=diffs,
                                         injected_tokens_total=sum(r.injected_tokens for r in rows),
-                                        steps_total=sum(r.steps for r in rows))
+                                        steps_total=sum(r.steps for r in rows),
+                                        infra=_infra([r for r in lines if r.method == method and not r.judged],
+                                                     [r for r in pending if r.method == method]))
     expected = len(spec.suite.tasks) * rounds * len(spec.methods)
     run = {"suite": spec.suite.name, "env": spec.env, "rounds": rounds, "methods": spec.methods,
            "policy": spec.policy, "episodes_per_round": len(spec.suite.tasks), "embedder": spec.embedder,

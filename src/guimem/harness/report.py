@@ -81,7 +81,8 @@ def pass_table(summary: Summary, compact: bool = False) -> tuple[list[str], list
     p = "P@" if compact else "Pass@"
     headers = ["method", *[f"{p}{k}" for k in range(1, rounds + 1)], f"{p}{rounds} 95% CI",
                f"Δ vs none @{rounds} [CI]", "tok/step" if compact else "tokens/step",
-               "p50 ms" if compact else "recall p50 ms", "p95 ms" if compact else "recall p95 ms"]
+               "p50 ms" if compact else "recall p50 ms", "p95 ms" if compact else "recall p95 ms",
+               "infra" if compact else "infra failures (unresolved)"]
     rows = []
     for name, m in summary.methods.items():
         last = str(rounds)
@@ -92,8 +93,21 @@ def pass_table(summary: Summary, compact: bool = False) -> tuple[list[str], list
         rows.append([name, *[_pct(m.pass_at_k[str(k)]) for k in range(1, rounds + 1)],
                      f"[{_pct(m.pass_at_k_ci[last][0])}, {_pct(m.pass_at_k_ci[last][1])}]" if last in m.pass_at_k_ci
                      else "", f"{100 * diff.mean:+.1f} [{100 * diff.ci[0]:+.1f}, {100 * diff.ci[1]:+.1f}]" if diff
-                     else "", f"{m.injected_tokens_total / steps:.1f}", f"{p50:.2f}", f"{p95:.2f}"])
+                     else "", f"{m.injected_tokens_total / steps:.1f}", f"{p50:.2f}", f"{p95:.2f}",
+                     f"{m.infra.attempts} ({m.infra.unresolved})" if m.infra.attempts else "0"])
     return headers, rows
+
+
+def _infra_section(summary: Summary) -> str:
+    """A warning block listing infrastructure failures per method (empty when there were none)."""
+    failing = {n: m.infra for n, m in summary.methods.items() if m.infra.attempts}
+    if not failing:
+        return ""
+    rows = [[html.escape(n), str(i.attempts), str(i.unresolved), html.escape(i.first_error or "")]
+            for n, i in failing.items()]
+    return ('<div class="infra"><h2>Infrastructure failures</h2><p>Episodes the browser, model endpoint or '
+            "store failed. They are <b>not</b> counted in Pass@k; unresolved ones run again when the evaluation "
+            f"is resumed.</p>{_table(['method', 'failed attempts', 'unresolved', 'first error'], rows)}</div>")
 
 
 def render(spec: EvalSpec, summary: Summary) -> str:
@@ -111,8 +125,10 @@ def render(spec: EvalSpec, summary: Summary) -> str:
                    for n, m in summary.methods.items() for r in m.rounds]
     css = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;"
            "margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child,"
-           "th:first-child{text-align:left}.plots{display:flex;flex-wrap:wrap;gap:1em}")
+           "th:first-child{text-align:left}.plots{display:flex;flex-wrap:wrap;gap:1em}"
+           ".infra{border-left:4px solid #c62828;padding-left:1em}")
     status = "complete" if summary.complete else "INCOMPLETE (resume with the same command)"
+    infra = _infra_section(summary)
     title = f"guimem report: {html.escape(spec.suite.name)}"
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>{title}</title>
 <style>{css}</style></head><body>
@@ -120,7 +136,7 @@ def render(spec: EvalSpec, summary: Summary) -> str:
 <p>Suite <b>{html.escape(spec.suite.name)}</b> ({len(spec.suite.tasks)} episodes per round), {spec.rounds} rounds,
 env {html.escape(spec.env)}, policy {html.escape(spec.policy)}, embedder {html.escape(spec.embedder)};
 run {status}; generated {time.strftime("%Y-%m-%d %H:%M:%S")}.</p>
-<h2>Pass@k (%)</h2>{_table(headers, rows)}
+{infra}<h2>Pass@k (%)</h2>{_table(headers, rows)}
 <p>Pass@k: a (task, seed) counts once it succeeded in any of the first k rounds. CIs: bootstrap over tasks
 ({len(spec.suite.task_names())} clusters), paired against <code>none</code>.</p>
 <div class="plots">{svg_lines("Success rate per round", success, 1.0, "success")}

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, ValidationError
 from guimem.errors import ConfigError, DataError
 from guimem.memory.factory import MemorySpec
 from guimem.tasks import Suite
-from guimem.types import Trajectory, append_trajectory, iter_trajectories
+from guimem.types import InfraFailure, Trajectory, append_trajectory, iter_trajectories
 
 RESULTS_VERSION = 1
 
@@ -76,6 +76,7 @@ class EpisodeResult(BaseModel):
     injected_tokens: int
     recall_ms_p50: float
     error: str | None = None
+    infra: InfraFailure | None = None
     slot: int = 0
     episode_id: str = ""
     wall_ms: float = 0.0
@@ -84,8 +85,32 @@ class EpisodeResult(BaseModel):
 
     @property
     def key(self) -> tuple[str, int, str, int]:
-        """(method, round, task, seed): unique within a run."""
+        """(method, round, task, seed): unique among judged results within a run."""
         return (self.method, self.round, self.task, self.seed)
+
+    @property
+    def judged(self) -> bool:
+        """True when the episode says something about the agent (the infrastructure did not fail)."""
+        return self.infra is None
+
+
+def judged(results: list[EpisodeResult]) -> list[EpisodeResult]:
+    """The results that count: one per key, infrastructure failures left out."""
+    seen: dict[tuple[str, int, str, int], EpisodeResult] = {}
+    for r in results:
+        if r.judged:
+            seen.setdefault(r.key, r)
+    return list(seen.values())
+
+
+def unresolved_infra(results: list[EpisodeResult]) -> list[EpisodeResult]:
+    """Infrastructure failures whose episode has no judged result yet (first failure per key)."""
+    done = {r.key for r in results if r.judged}
+    out: dict[tuple[str, int, str, int], EpisodeResult] = {}
+    for r in results:
+        if not r.judged and r.key not in done:
+            out.setdefault(r.key, r)
+    return list(out.values())
 
 
 class RunDir:

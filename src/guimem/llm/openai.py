@@ -13,6 +13,7 @@ from guimem.settings import LLMSettings
 
 log = logging.getLogger(__name__)
 _RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+_ENDPOINT_HINT = "start the model server, or point GUIMEM_LLM__BASE_URL at one that runs"
 
 
 class OpenAIChatClient:
@@ -60,9 +61,32 @@ class OpenAIChatClient:
         return ChatResult(text=text, usage=usage, model=str(body.get("model", "")),
                           latency_ms=(time.perf_counter() - start) * 1000)
 
+    def preflight(self) -> str:
+        """Ask the endpoint for its models, once, without retries (a preflight).
+
+        Raises:
+            LLMError: Nothing answers at ``base_url``, or it answers with an error.
+        """
+        try:
+            resp = self._client.get("/models", timeout=min(self.settings.timeout_s, 10.0))
+        except httpx.TransportError as exc:
+            raise LLMError(f"no model server answers at {self.settings.base_url} ({type(exc).__name__}: {exc})",
+                           suggestion=_ENDPOINT_HINT) from None
+        if resp.status_code == 404:  # some servers have no /models; the first chat call will tell
+            return f"{self.settings.base_url} answers (no /models route)"
+        if resp.status_code >= 400:
+            raise LLMError(f"{self.settings.base_url}/models answered HTTP {resp.status_code}: {resp.text[:200]}",
+                           suggestion=_ENDPOINT_HINT)
+        try:
+            names = [str(m.get("id")) for m in resp.json().get("data", [])]
+        except (ValueError, AttributeError, TypeError):
+            names = []
+        return f"{self.settings.base_url} serves {', '.join(names) or 'an unnamed model'}"
+
     def _post_with_retries(self, payload: dict[str, object]) -> httpx.Response:
         delay = self.backoff_s
         last = ""
+        deadline = time.monotonic() + self.settings.max_total_s
         for attempt in range(self.settings.max_retries + 1):
             try:
                 resp = self._client.post("/chat/completions", json=payload)
@@ -77,8 +101,10 @@ class OpenAIChatClient:
                 retry_after = resp.headers.get("retry-after", "")
                 if retry_after.replace(".", "", 1).isdigit():
                     delay = float(retry_after)
+            if time.monotonic() + delay > deadline:
+                break
             if attempt < self.settings.max_retries:
                 log.warning("%s: %s; retrying in %.1fs", self.name, last, delay)
                 time.sleep(delay)
                 delay *= 2
-        raise LLMError(f"{self.name}: request failed: {last}")
+        raise LLMError(f"{self.name}: request failed: {last}", suggestion=_ENDPOINT_HINT)

@@ -7,6 +7,8 @@ from guimem.types.actions import Action, ActionError, ActionErrorCode, ActionKin
 from guimem.types.episode import (
     TRAJECTORY_FORMAT_VERSION,
     Behaviour,
+    InfraComponent,
+    InfraFailure,
     InjectedItem,
     Injection,
     ItemKind,
@@ -24,6 +26,7 @@ from guimem.types.files import (
     read_trajectories,
     write_trajectories,
 )
+from guimem.types.preflight import Preflight
 from guimem.types.signature import mask_text, screen_signature, structure_hash
 from guimem.types.ui import (
     Bounds,
@@ -46,6 +49,8 @@ __all__ = [
     "ActionKind",
     "Behaviour",
     "Bounds",
+    "InfraComponent",
+    "InfraFailure",
     "InjectedItem",
     "Injection",
     "ItemKind",
@@ -53,6 +58,7 @@ __all__ = [
     "MemoryOp",
     "Observation",
     "Outcome",
+    "Preflight",
     "Resolution",
     "Role",
     "Selector",

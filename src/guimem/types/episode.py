@@ -26,14 +26,51 @@ class Task(BaseModel):
     max_steps: int | None = None
 
 
+class InfraComponent(StrEnum):
+    """The part of the infrastructure that failed (never the agent's own doing)."""
+
+    ENV = "env"
+    MODEL = "model"
+    MEMORY = "memory"
+
+
+class InfraFailure(BaseModel):
+    """Why an episode could not be judged: the browser, device, model endpoint or store failed.
+
+    An episode with an infrastructure failure is not an agent failure: it is never counted in
+    Pass@k and is run again when the evaluation resumes.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    component: InfraComponent
+    error: str
+    message: str
+    suggestion: str | None = None
+
+
 class Outcome(BaseModel):
-    """How an episode ended."""
+    """How an episode ended.
+
+    Attributes:
+        success: The task's own judgement.
+        score: The task's raw score.
+        reason: The task's words (or the failure's message).
+        infra: Set when the episode ended because the infrastructure failed; such an outcome
+            says nothing about the agent.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     success: bool
     score: float = 0.0
     reason: str = ""
+    infra: InfraFailure | None = None
+
+    @property
+    def infra_failed(self) -> bool:
+        """True when the infrastructure, not the agent, ended the episode."""
+        return self.infra is not None
 
 
 class Behaviour(BaseModel):
