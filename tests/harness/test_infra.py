@@ -113,7 +113,6 @@ def test_a_model_endpoint_that_dies_mid_episode_is_an_infrastructure_failure():
     with server:
         client = OpenAIChatClient(LLMSettings(base_url=server.base_url, max_retries=1, timeout_s=2), backoff_s=0.01)
         policy = LLMPolicy(client)
-        policy.act  # the server is up for the preflight only
         assert "scripted" in policy.preflight()
     traj = run_episode(FormEnv(), policy, Task(id="form", goal="", app="form", seed=1))
     assert traj.outcome.infra is not None and traj.outcome.infra.component is InfraComponent.MODEL
