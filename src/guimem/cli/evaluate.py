@@ -19,6 +19,7 @@ from guimem.embeddings import create_embedder
 from guimem.errors import ConfigError, GuimemError
 from guimem.harness.evaluate import Evaluation, methods_of
 from guimem.harness.metrics import Summary, summarise
+from guimem.harness.processes import stop_descendants
 from guimem.harness.report import pass_table, write_report
 from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir, judged
 from guimem.memory.factory import METHODS, MemorySpec
@@ -131,6 +132,7 @@ def eval_command(
     except GuimemError as exc:
         raise fail(ctx, exc) from None
     except KeyboardInterrupt:
+        stop_descendants()  # workers' and browsers' processes that a signal caught half-started
         st.err.print(f"interrupted: workers and browsers stopped; rerun the same command to resume ({out})")
         raise typer.Exit(EXIT_INTERRUPTED) from None
     assert summary is not None

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from guimem.harness.jobs import EpisodeJob, Workbench
+from guimem.harness.processes import stop_descendants
 from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir
 from guimem.settings import GuimemSettings
 from guimem.types import Trajectory
@@ -60,9 +61,13 @@ def _close_bench() -> None:
 
 
 def _on_sigterm(signum: int, frame: object) -> None:
-    # The pool terminates its workers with SIGTERM; close the browser before going, or it outlives us.
-    _close_bench()
-    os._exit(128 + signum)
+    # The pool terminates its workers with SIGTERM; close the browser before going, or it outlives us
+    # (and stop what is left, such as a browser that was still starting).
+    try:
+        _close_bench()
+    finally:
+        stop_descendants(grace_s=3.0)
+        os._exit(128 + signum)
 
 
 def _init_worker(spec_json: str, run_path: str, settings_json: str) -> None:
