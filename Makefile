@@ -45,7 +45,7 @@ test: lint types imports unit
 DEMO_METHODS ?= graph,skills,steer,append_all_similarity,stack
 DEMO_ROUNDS ?= 5
 demo: setup
-	$(BIN)/guimem doctor --no-browser
+	$(BIN)/guimem doctor
 	rm -rf $(DEMO_OUT)
 	$(BIN)/guimem eval --suite demo --rounds $(DEMO_ROUNDS) --methods $(DEMO_METHODS) --out $(DEMO_OUT)
 

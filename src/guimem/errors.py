@@ -150,13 +150,17 @@ class LifecycleError(GuimemError):
         item_id: The item.
         current: Its status now.
         target: The status asked for.
+        allowed: The statuses ``current`` may move to.
     """
 
-    def __init__(self, item_id: str, current: str, target: str) -> None:
+    def __init__(self, item_id: str, current: str, target: str, allowed: tuple[str, ...] = ()) -> None:
         self.item_id = item_id
         self.current = current
         self.target = target
-        super().__init__(f"item {item_id!r}: transition {current} -> {target} is not allowed")
+        self.allowed = allowed
+        hint = (f"from {current} an item may go to {' or '.join(allowed)}" if allowed
+                else f"{current} is final: no transition leaves it")
+        super().__init__(f"item {item_id!r}: transition {current} -> {target} is not allowed", suggestion=hint)
 
 
 class EnvError(GuimemError):

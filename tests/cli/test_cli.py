@@ -95,8 +95,9 @@ def test_report_rebuilds_and_compare_prints_differences(tmp_path, monkeypatch):
     assert runner.invoke(app, ["report", str(tmp_path / "a")]).exit_code == 0
     assert (tmp_path / "a" / "report.html").exists()
     result = runner.invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--json"])
-    rows = json.loads(result.output)
+    rows = json.loads(result.output)["methods"]
     assert {r["method"] for r in rows} == {"none", "graph"} and all(r["difference"] == 0 for r in rows)
+    assert all(r["ci"] == [0.0, 0.0] for r in rows)
 
 
 def test_learn_recall_and_memory_commands(tmp_path, monkeypatch):

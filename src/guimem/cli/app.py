@@ -47,10 +47,11 @@ def doctor(
     ctx: typer.Context,
     json_output: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     no_browser: bool = typer.Option(False, "--no-browser", help="Skip starting a real headless Chromium."),
+    model: bool = typer.Option(False, "--model", help="Also check the model endpoint (GUIMEM_LLM__BASE_URL) answers."),
 ) -> None:
     """Check Chromium, chromedriver, the e5 embedder, the store and optional extras; exit 1 if a required part fails."""
     st = state(ctx)
-    report = run_doctor(st.settings, browser=not no_browser)
+    report = run_doctor(st.settings, browser=not no_browser, model=model)
     if st.json or json_output:
         emit_json(report)
     else:

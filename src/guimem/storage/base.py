@@ -10,11 +10,13 @@ import uuid
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 
+from guimem.errors import DataError
 from guimem.registry import Registry, default_registry
 
 
@@ -156,12 +158,36 @@ class Store(Protocol):
         ...
 
 
-def create_store(url: str, registry: Registry | None = None) -> Store:
-    """Open a store from a URL: ``postgresql://...`` or a SQLite path (``sqlite:///path`` or ``path``)."""
+def create_store(url: str, registry: Registry | None = None, *, create: bool = True) -> Store:
+    """Open a store from a URL: ``postgresql://...`` or a SQLite path (``sqlite:///path`` or ``path``).
+
+    Args:
+        url: Where the store is.
+        registry: Backends by name.
+        create: When false (read-only commands), a SQLite file that does not exist, or is empty,
+            is refused instead of being created.
+
+    Raises:
+        DataError: ``create`` is false and the SQLite file is missing or empty.
+    """
     reg = registry or default_registry()
     if url.startswith(("postgresql://", "postgres://")):
         store: Store = reg.create("store", "postgres", dsn=url)
         return store
     path = url.removeprefix("sqlite:///").removeprefix("sqlite://")
+    if not create and path != ":memory:":
+        _check_existing(Path(path))
     store = reg.create("store", "sqlite", path=path)
     return store
+
+
+def _check_existing(path: Path) -> None:
+    if not path.exists():
+        raise DataError("no memory store at this path", path=str(path),
+                        suggestion="check --store (a store is created by `guimem learn` or `guimem eval`)")
+    if path.is_dir():
+        raise DataError("is a folder, not a memory store", path=str(path),
+                        suggestion="give the store file, e.g. runs/eval/memory/steer.sqlite")
+    if path.stat().st_size == 0:
+        raise DataError("is an empty file (0 bytes), not a memory store", path=str(path),
+                        suggestion="give a store written by guimem, or remove the empty file")

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from guimem.errors import MigrationError, StoreError
+from guimem.errors import DataError, MigrationError, StoreError
 from guimem.storage.base import Event, EventDraft, Record
 from guimem.storage.sql import COLUMNS, SQLReads
 
@@ -66,16 +66,22 @@ class SQLiteStore(SQLReads):
 
     def __init__(self, path: str | Path, busy_timeout_ms: int = 60_000) -> None:
         self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(
                 self.path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
             )
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute("PRAGMA synchronous = NORMAL")
+        except OSError as exc:
+            raise StoreError(f"cannot create the folder of SQLite store {self.path}: {exc.strerror or exc}",
+                             suggestion="give a --store path you can write to") from exc
         except sqlite3.DatabaseError as exc:
+            if "not a database" in str(exc):
+                raise DataError("is not a memory store (not a SQLite database)", path=self.path,
+                                suggestion="give a store written by guimem") from exc
             raise StoreError(f"cannot open SQLite store {self.path}: {exc}") from exc
         self._lock = threading.RLock()
         self._depth = 0

@@ -57,8 +57,13 @@ def iter_trajectories(path: Path | str) -> Iterator[Trajectory]:
     p = Path(path)
     if not p.exists():
         raise TrajectoryFormatError("file does not exist", path=str(p))
-    with p.open(encoding="utf-8") as fh:
-        for number, text in enumerate(fh, start=1):
+    with p.open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise TrajectoryFormatError(f"not UTF-8 text (byte {raw[exc.start]:#04x} at column {exc.start + 1})",
+                                            path=str(p), line=number) from None
             if text.strip():
                 yield parse_trajectory_line(text, path=str(p), line=number)
 

@@ -36,7 +36,7 @@ UNDER_TEST = frozenset({ItemStatus.CANDIDATE, ItemStatus.TRIAL})
 def check_transition(item_id: str, current: ItemStatus, target: ItemStatus) -> None:
     """Raise `LifecycleError` unless ``current → target`` is in the allowed-transition table."""
     if target not in ALLOWED[current]:
-        raise LifecycleError(item_id, current.value, target.value)
+        raise LifecycleError(item_id, current.value, target.value, tuple(sorted(t.value for t in ALLOWED[current])))
 
 
 class Scope(StrEnum):
