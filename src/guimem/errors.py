@@ -110,7 +110,11 @@ class DataError(GuimemError):
 
 
 class TrajectoryFormatError(DataError):
-    """A trajectory file that does not follow the documented format."""
+    """A trajectory file that does not follow the documented format (docs/formats.md)."""
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None, field: str | None = None,
+                 suggestion: str | None = "each line is one episode as described in docs/formats.md") -> None:
+        super().__init__(message, path=path, line=line, field=field, suggestion=suggestion)
 
 
 class SuiteError(DataError):

@@ -50,7 +50,7 @@ def doctor(
     model: bool = typer.Option(False, "--model", help="Also check the model endpoint (GUIMEM_LLM__BASE_URL) answers."),
 ) -> None:
     """Check Chromium, chromedriver, the e5 embedder, the store and optional extras; exit 1 if a required part fails."""
-    st = state(ctx)
+    st = state(ctx, json_output)
     report = run_doctor(st.settings, browser=not no_browser, model=model)
     if st.json or json_output:
         emit_json(report)

@@ -109,7 +109,7 @@ def eval_command(
     json_output: bool = typer.Option(False, "--json", help="Print summary.json instead of the table."),
 ) -> None:
     """Run (or resume) a lifelong evaluation; write results, traces, summary.json and report.html to OUT."""
-    st = state(ctx)
+    st = state(ctx, json_output)
     try:
         spec = _spec(st, env, suite, rounds, methods, policy, workers, backend, exclude_source_task, context)
         check_out_dir(out)
@@ -157,7 +157,7 @@ def report_command(
     json_output: bool = typer.Option(False, "--json", help="Print summary.json."),
 ) -> None:
     """Rebuild summary.json and report.html of a run directory from its results."""
-    st = state(ctx)
+    st = state(ctx, json_output)
     try:
         run_dir = RunDir(run)
         spec = run_dir.load_spec()
@@ -181,7 +181,7 @@ def compare_command(
     json_output: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """Paired differences (B − A) of final Pass@k per method in both runs, with 95 % bootstrap CIs."""
-    st = state(ctx)
+    st = state(ctx, json_output)
     try:
         result = compare_runs(RunDir(first), RunDir(second), force=force)
     except GuimemError as exc:

@@ -71,7 +71,7 @@ def learn(
     json_output: bool = JSON,
 ) -> None:
     """Learn from a trajectory file. Transactional: a malformed line fails the file and stores nothing."""
-    st = state(ctx)
+    st = state(ctx, json_output)
     with _service(ctx, store, method, verify, create=True) as svc:
         reply = svc.learn_file(trajectories)
         stats = svc.end_round() if end_round else svc.stats()
@@ -101,7 +101,7 @@ def recall(
     json_output: bool = JSON,
 ) -> None:
     """What memory would inject for this goal and screen."""
-    st = state(ctx)
+    st = state(ctx, json_output)
     bad = [p for p in param if "=" not in p or not p.split("=", 1)[0].strip()]
     if bad:
         raise fail(ctx, ConfigError(f"--param {bad[0]!r} is not key=value", suggestion="e.g. --param username=alice"))
@@ -121,7 +121,7 @@ def recall(
 @memory_app.command("stats")
 def stats_cmd(ctx: typer.Context, store: str = STORE, method: str = METHOD, json_output: bool = JSON) -> None:
     """Item counts by kind and status."""
-    st = state(ctx)
+    st = state(ctx, json_output)
     with _service(ctx, store, method) as svc:
         s = svc.stats()
     _out(st, json_output, s, lambda: st.console.print(
@@ -135,7 +135,7 @@ def list_cmd(ctx: typer.Context, store: str = STORE, method: str = METHOD,
              status: str | None = typer.Option(None, "--status", help="e.g. admitted, candidate, verified."),
              json_output: bool = JSON) -> None:
     """Current items."""
-    st = state(ctx)
+    st = state(ctx, json_output)
     with _service(ctx, store, method) as svc:
         items = svc.list_items(kind, status)
 
@@ -154,7 +154,7 @@ def list_cmd(ctx: typer.Context, store: str = STORE, method: str = METHOD,
 def show_cmd(ctx: typer.Context, item: str = typer.Argument(..., help="Item id."), store: str = STORE,
              method: str = METHOD, json_output: bool = JSON) -> None:
     """One item in full (a skill with its code)."""
-    st = state(ctx)
+    st = state(ctx, json_output)
     with _service(ctx, store, method) as svc:
         detail = svc.show(item)
     _out(st, json_output, detail, lambda: st.console.print(
@@ -166,7 +166,7 @@ def show_cmd(ctx: typer.Context, item: str = typer.Argument(..., help="Item id."
 def history_cmd(ctx: typer.Context, item: str = typer.Argument(..., help="Item id."), store: str = STORE,
                 method: str = METHOD, json_output: bool = JSON) -> None:
     """An item's events with their evidence."""
-    st = state(ctx)
+    st = state(ctx, json_output)
     with _service(ctx, store, method) as svc:
         events = svc.history(item)
     _out(st, json_output, [*events], lambda: st.console.print(
@@ -177,7 +177,7 @@ def history_cmd(ctx: typer.Context, item: str = typer.Argument(..., help="Item i
 def export_cmd(ctx: typer.Context, path: Path = typer.Argument(..., help="Output JSONL."), store: str = STORE,
                method: str = METHOD, json_output: bool = JSON) -> None:
     """Every version and event of the memory as JSONL."""
-    st = state(ctx)
+    st = state(ctx, json_output)
     with _service(ctx, store, method) as svc:
         reply = svc.export(path)
     _out(st, json_output, reply, lambda: st.console.print(
@@ -188,7 +188,7 @@ def export_cmd(ctx: typer.Context, path: Path = typer.Argument(..., help="Output
 def import_cmd(ctx: typer.Context, path: Path = typer.Argument(..., help="An export JSONL."), store: str = STORE,
                method: str = METHOD, json_output: bool = JSON) -> None:
     """Load an export (validated first; one transaction)."""
-    st = state(ctx)
+    st = state(ctx, json_output)
     with _service(ctx, store, method, create=True) as svc:
         reply = svc.import_(path)
     _out(st, json_output, reply, lambda: st.console.print(
@@ -196,7 +196,7 @@ def import_cmd(ctx: typer.Context, path: Path = typer.Argument(..., help="An exp
 
 
 def _curate(ctx: typer.Context, item: str, store: str, method: str, status: str, reason: str, as_json: bool) -> None:
-    st = state(ctx)
+    st = state(ctx, as_json)
     with _service(ctx, store, method) as svc:
         summary = svc.set_status(item, status, reason)
     _out(st, as_json, summary, lambda: st.console.print(f"{summary.id} is now {summary.status}"))
@@ -219,7 +219,7 @@ def retire_cmd(ctx: typer.Context, item: str = typer.Argument(...), store: str =
 @memory_app.command("end-round")
 def end_round_cmd(ctx: typer.Context, store: str = STORE, method: str = METHOD, json_output: bool = JSON) -> None:
     """Apply a round boundary: merges, admissions, rejections."""
-    st = state(ctx)
+    st = state(ctx, json_output)
     with _service(ctx, store, method) as svc:
         s = svc.end_round()
     _out(st, json_output, s, lambda: st.console.print(f"round {s.round}: {s.items}"))

@@ -38,12 +38,13 @@ class CliState:
     err: Console = field(default_factory=lambda: Console(stderr=True, highlight=False))
 
 
-def state(ctx: typer.Context) -> CliState:
-    """The shared CLI state."""
+def state(ctx: typer.Context, json_output: bool = False) -> CliState:
+    """The shared CLI state; a command's own ``--json`` makes its errors JSON too."""
     obj = ctx.find_root().obj
     if not isinstance(obj, CliState):
         obj = CliState()
         ctx.find_root().obj = obj
+    obj.json = obj.json or json_output
     return obj
 
 

@@ -29,7 +29,7 @@ def run(
     json_output: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Run one episode and append its trajectory to OUT/trajectories.jsonl."""
-    st = state(ctx)
+    st = state(ctx, json_output)
     traj_file = out / "trajectories.jsonl"
     try:
         shots = artifacts_dir(traj_file) / f"{task}-{seed}" if screenshots else None
@@ -97,7 +97,7 @@ def suites(
     json_output: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """List the shipped suites, one suite's tasks, or every available MiniWoB++ task."""
-    st = state(ctx)
+    st = state(ctx, json_output)
     as_json = st.json or json_output
     try:
         if tasks:

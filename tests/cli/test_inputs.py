@@ -1,0 +1,158 @@
+"""Every bad CLI input gets one line naming the problem and the fix, exit code 2, and no traceback."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from guimem.cli.app import app
+
+runner = CliRunner()
+SUITE = str(Path(__file__).parent.parent / "data" / "form_suite.json")
+
+
+@pytest.fixture(autouse=True)
+def hashing(monkeypatch):
+    monkeypatch.setenv("GUIMEM_EMBEDDER__NAME", "hashing")
+
+
+def refused(args: list[str], *words: str) -> str:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and "fix:" in lines[0], result.output
+    for w in words:
+        assert w in result.output, result.output
+    return result.output
+
+
+def _eval(out: Path, *extra: str) -> list[str]:
+    return ["eval", "--env", "form", "--suite", SUITE, "--rounds", "2", "--out", str(out), *extra]
+
+
+def test_empty_methods_are_refused_not_run_as_none_only(tmp_path):
+    refused(_eval(tmp_path / "run", "--methods", ""), "names no method")
+    refused(_eval(tmp_path / "run", "--methods", " , "), "names no method")
+    assert not (tmp_path / "run").exists()
+
+
+def test_out_that_is_a_file_or_cannot_be_created_is_refused(tmp_path):
+    existing = tmp_path / "file.txt"
+    existing.write_text("x")
+    refused(_eval(existing, "--methods", "graph"), "is a file")
+    refused(_eval(Path("/proc/nope"), "--methods", "graph"), "cannot create the run folder")
+
+
+def test_read_only_commands_never_create_a_store(tmp_path):
+    missing = tmp_path / "sub" / "missing.sqlite"
+    obs = tmp_path / "obs.json"
+    obs.write_text('{"app": "form", "elements": []}')
+    for args in (["memory", "stats"], ["memory", "list"], ["recall", "--goal", "g", "--observation", str(obs)],
+                 ["memory", "export", str(tmp_path / "x.jsonl")], ["memory", "history", "i1"]):
+        refused([*args, "--store", str(missing)], "no memory store at this path")
+    assert not missing.exists() and not missing.parent.exists()
+
+
+def test_an_empty_or_foreign_file_is_not_turned_into_a_store(tmp_path):
+    empty = tmp_path / "empty.sqlite"
+    empty.touch()
+    refused(["memory", "stats", "--store", str(empty)], "empty file (0 bytes)")
+    assert empty.stat().st_size == 0
+    foreign = tmp_path / "notes.txt"
+    foreign.write_text("these are my notes, not a database\n" * 100)
+    refused(["memory", "stats", "--store", str(foreign)], "not a SQLite database")
+    assert foreign.read_text().startswith("these are my notes")
+
+
+def test_recall_param_must_be_key_value(tmp_path):
+    obs = tmp_path / "obs.json"
+    obs.write_text('{"app": "form", "elements": []}')
+    refused(["recall", "--goal", "g", "--observation", str(obs), "--store", str(tmp_path / "s.sqlite"),
+             "--param", "notkv"], "'notkv' is not key=value")
+
+
+def test_serve_refuses_a_port_out_of_range_and_a_busy_port_before_saying_serving(tmp_path):
+    refused(["serve", "--store", str(tmp_path / "s.sqlite"), "--http", "127.0.0.1:99999"], "1 to 65535")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        out = refused(["serve", "--store", str(tmp_path / "s.sqlite"), "--http", f"127.0.0.1:{port}"],
+                      "cannot listen", "in use")
+    assert "serving" not in out
+
+
+def test_suites_name_with_tasks_lists_that_suites_tasks():
+    result = runner.invoke(app, ["suites", "smoke", "--tasks", "--json"])
+    assert result.exit_code == 0
+    names = json.loads(result.output)
+    from guimem.tasks import load_suite
+
+    assert names == load_suite("smoke").task_names() and len(names) < 10
+
+
+def test_jsonl_errors_name_the_column_the_parser_saw(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('\n{"version": 1, "task": nope}\n')
+    out = refused(["learn", str(bad), "--store", str(tmp_path / "s.sqlite")], "bad.jsonl:2")
+    assert f"column {bad.read_text().splitlines()[1].index('nope') + 1}" in out
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(b'\n\xff\xfe\n')
+    refused(["learn", str(binary), "--store", str(tmp_path / "s.sqlite")], "binary.jsonl:2", "not UTF-8")
+
+
+@pytest.fixture
+def steer_store(tmp_path) -> str:
+    result = runner.invoke(app, _eval(tmp_path / "run", "--methods", "steer", "--json"))
+    assert result.exit_code == 0, result.output
+    return str(tmp_path / "run" / "memory" / "steer.sqlite")
+
+
+def test_curation_refusals_say_which_transitions_are_allowed(steer_store):
+    items = json.loads(runner.invoke(app, ["memory", "list", "--store", steer_store, "--json"]).output)
+    trial = next(i for i in items if i["status"] == "trial")
+    refused(["memory", "retire", trial["id"], "--store", steer_store],
+            "trial -> retired is not allowed", "from trial an item may go to admitted or rejected")
+
+
+def test_importing_the_same_export_twice_gives_the_same_store_and_keeps_the_round(steer_store, tmp_path):
+    export = tmp_path / "export.jsonl"
+    assert runner.invoke(app, ["memory", "export", str(export), "--store", steer_store]).exit_code == 0
+    target = str(tmp_path / "copy.sqlite")
+
+    def snapshot() -> tuple:
+        stats = json.loads(runner.invoke(app, ["memory", "stats", "--store", target, "--json"]).output)
+        again = tmp_path / "again.jsonl"
+        runner.invoke(app, ["memory", "export", str(again), "--store", target])
+        return stats, again.read_text()
+
+    first = runner.invoke(app, ["memory", "import", str(export), "--store", target, "--json"])
+    assert first.exit_code == 0, first.output
+    once = snapshot()
+    second = json.loads(runner.invoke(app, ["memory", "import", str(export), "--store", target, "--json"]).output)
+    assert second["records"] == 0 and second["events"] == 0
+    assert snapshot() == once
+    original = json.loads(runner.invoke(app, ["memory", "stats", "--store", steer_store, "--json"]).output)
+    assert once[0]["round"] == original["round"] == 2 and once[0]["items"] == original["items"]
+    assert once[0]["events"] == original["events"]
+    ended = json.loads(runner.invoke(app, ["memory", "end-round", "--store", target, "--json"]).output)
+    assert ended["round"] == 3
+
+
+def test_compare_refuses_runs_of_different_rounds_unless_forced(tmp_path):
+    assert runner.invoke(app, _eval(tmp_path / "a", "--methods", "graph")).exit_code == 0
+    three = ["eval", "--env", "form", "--suite", SUITE, "--rounds", "3", "--methods", "graph", "--out",
+             str(tmp_path / "b")]
+    assert runner.invoke(app, three).exit_code == 0
+    refused(["compare", str(tmp_path / "a"), str(tmp_path / "b")], "not comparable", "rounds: 2 vs 3", "--force")
+    forced = runner.invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--force", "--json"])
+    assert forced.exit_code == 0
+    data = json.loads(forced.output)
+    assert data["k"] == 2 and data["mismatches"] == ["rounds: 2 vs 3"]
+    assert all(len(m["ci"]) == 2 and m["ci"][0] <= m["difference"] <= m["ci"][1] for m in data["methods"])
