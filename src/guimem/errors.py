@@ -8,7 +8,8 @@ Every exception guimem raises derives from `GuimemError`::
     ├── MissingDependencyError       an optional extra is not installed (names the pip extra)
     ├── DataError                    bad input data (carries file, line and field when known)
     │   ├── TrajectoryFormatError    a malformed trajectory file
-    │   └── SuiteError               a malformed suite file or an unknown task
+    │   ├── SuiteError               a malformed suite file or an unknown task
+    │   └── FileConflictError        a path names a folder, or a file stands where a folder must
     ├── StoreError                   the memory store failed
     │   ├── MigrationError           the store schema cannot be brought up to date
     │   ├── NotFoundError            an item, event or node that does not exist
@@ -119,6 +120,10 @@ class TrajectoryFormatError(DataError):
 
 class SuiteError(DataError):
     """A suite file that cannot be used, or a task that does not exist."""
+
+
+class FileConflictError(DataError):
+    """A path that cannot be used as a file: it is a folder, or a file stands where a folder must be."""
 
 
 class StoreError(GuimemError):

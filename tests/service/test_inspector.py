@@ -61,7 +61,7 @@ def _page(browser, run_dir, method, shot):
                 "runs": browser.execute_script("return document.getElementById('run').options.length"),
             }
             browser.execute_script("document.getElementById('run').value = arguments[0]", f"{method}/1")
-            browser.execute_script("episodes()")
+            browser.find_element("id", "show-run").click()
             time.sleep(0.5)
             result["episodes"] = len(browser.find_elements("css selector", "#episodes details"))
             browser.save_screenshot(str(ARTIFACTS / shot))

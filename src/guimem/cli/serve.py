@@ -10,6 +10,7 @@ import typer
 from guimem.cli.output import fail, state
 from guimem.errors import ConfigError, GuimemError
 from guimem.service.core import MemoryService, ServiceSettings
+from guimem.service.guard import is_loopback_host
 
 
 def parse_address(value: str) -> tuple[str, int]:
@@ -56,6 +57,8 @@ def serve(
                                          help="Export/import paths must lie here (default: GUIMEM_DATA_DIR)."),
     run: Path | None = typer.Option(None, "--run", help="An eval run directory whose injections the page shows."),
     max_body_mb: float = typer.Option(5.0, "--max-body-mb", help="Largest accepted request body."),
+    insecure: bool = typer.Option(False, "--insecure", help="Serve a non-loopback address without an API key "
+                                  "(anyone who can reach it can change memory)."),
 ) -> None:
     """Serve one memory: HTTP API + inspector (``--http 127.0.0.1:8765``) or MCP (``--mcp stdio``)."""
     st = state(ctx)
@@ -78,13 +81,19 @@ def serve(
 
         from guimem.service.http import create_app
 
+        key = st.settings.api_key.get_secret_value() if st.settings.api_key else None
         try:
             host, port = parse_address(http or "")
+            if key is None and not insecure and not is_loopback_host(host):
+                raise ConfigError(f"refusing to serve {host} without an API key: anyone who reaches it could "
+                                  "change memory", suggestion="set GUIMEM_API_KEY, bind 127.0.0.1, or pass --insecure")
             sock = listen(host, port)
         except ConfigError as exc:
             raise fail(ctx, exc) from None
-        key = st.settings.api_key.get_secret_value() if st.settings.api_key else None
-        app = create_app(service, api_key=key, max_body_bytes=int(max_body_mb * 1_000_000), run_dir=run)
+        if key is None and insecure and not is_loopback_host(host):
+            st.err.print("[bold yellow]warning:[/] serving without an API key on a non-loopback address (--insecure)")
+        app = create_app(service, api_key=key, max_body_bytes=int(max_body_mb * 1_000_000), run_dir=run,
+                         insecure=insecure)
         st.err.print(f"guimem serving {method} from {store} on http://{host}:{port}/ "
                      f"({'API key required' if key else 'no API key'})")
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))

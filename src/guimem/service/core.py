@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -13,7 +15,7 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from guimem.embeddings import CachedEmbedder, create_embedder
 from guimem.envs.base import Env
-from guimem.errors import ConfigError, DataError, NotFoundError
+from guimem.errors import ConfigError, DataError, FileConflictError, NotFoundError
 from guimem.memory.base import Memory, RecallQuery
 from guimem.memory.factory import METHODS, MemorySpec, create_memory
 from guimem.memory.kit import MemoryKit
@@ -178,13 +180,25 @@ class MemoryService:
                            summary=_summary(rec.kind, json.loads(rec.body)))
 
     def _path(self, path: Path, must_exist: bool = False) -> Path:
-        resolved = path.resolve()
+        """``path`` resolved (relative to the data directory when one is set) and confined to it.
+
+        Raises:
+            ConfigError: The path leaves the data directory (links are followed to tell).
+            FileConflictError: It is a folder.
+            NotFoundError: ``must_exist`` and there is no such file.
+        """
         root = self.settings.data_dir
+        try:
+            resolved = (root / path if root is not None else path).resolve()
+        except (OSError, ValueError) as exc:
+            raise DataError(f"unusable path: {exc}", path=str(path)) from None
         if root is not None and not resolved.is_relative_to(root.resolve()):
             raise ConfigError(f"path {path} is outside the data directory {root}",
                               suggestion="use a path inside the configured data directory")
-        if must_exist and not resolved.exists():
-            raise DataError("file does not exist", path=str(path))
+        if resolved.is_dir():
+            raise FileConflictError("is a folder, not a file", path=str(path), suggestion="name a .jsonl file")
+        if must_exist and not resolved.is_file():
+            raise NotFoundError("file", str(path))
         return resolved
 
     def export(self, path: Path) -> TransferReply:
@@ -206,10 +220,7 @@ class MemoryService:
             lines.append(json.dumps({"type": "event", "event": e.type, "item_id": e.item_id,
                                      "payload": json.loads(e.payload or "{}")}))
             events += 1
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        tmp.replace(target)
+        _write_exclusive(target, ("\n".join(lines) + "\n").encode("utf-8"))
         return TransferReply(path=str(target), records=records, events=events)
 
     def import_(self, path: Path) -> TransferReply:
@@ -258,6 +269,28 @@ class MemoryService:
         current = self.store.meta_get(key)
         if exported is not None and (current is None or int(current) < exported):
             self.store.meta_set(key, str(exported))
+
+
+def _write_exclusive(target: Path, data: bytes) -> None:
+    """Write ``target`` atomically through a temp file created exclusively beside it (never through a link).
+
+    Raises:
+        FileConflictError: A file stands where a folder of the path must be.
+    """
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except (FileExistsError, NotADirectoryError):
+        raise FileConflictError("a file stands where a folder of this path must be", path=str(target)) from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _vector(hex_text: str | None) -> bytes | None:

@@ -1,37 +1,41 @@
 """The HTTP API (FastAPI): thin routes over `MemoryService`, plus the memory inspector page.
 
-- Every route but ``/health`` requires the API key when one is configured (``GUIMEM_API_KEY``),
-  as ``Authorization: Bearer <key>`` or ``X-API-Key: <key>``.
-- Request bodies over ``max_body_bytes`` are refused with 413 before they are read.
-- Errors are typed JSON: ``{"error": "<ExceptionType>", "message": ..., "suggestion": ...}`` with a
-  4xx status; nothing is stored by a refused request.
+- `guimem.service.guard.Guard` checks every request first: loopback-only Host/Origin without a
+  key, the API key (``Authorization: Bearer <key>`` or ``X-API-Key``) with one, JSON content type
+  on every POST, the body size while streaming, and strict JSON; it adds a Content-Security-Policy.
+- Errors are typed JSON, one shape for every 4xx: ``{"error", "message", "suggestion"}``; input
+  is never echoed; nothing is stored by a refused request. No input reaches a 5xx.
+- Request models forbid unknown fields; the OpenAPI document lists the security schemes and every
+  status each route returns.
 - Endpoints are plain ``def``: FastAPI runs them in its thread pool; the service serialises them.
 """
 
 from __future__ import annotations
 
-import hmac
 import json
 from importlib import resources
-from pathlib import Path
-from typing import Any
+from pathlib import Path as FilePath
+from typing import Annotated, Any
 
-from fastapi import Body, FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse
-from pydantic import BaseModel, Field
-from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
-from starlette.responses import Response
+from fastapi import Body, FastAPI, Path, Query, Request, Security
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.security import APIKeyHeader, HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from guimem.errors import (
     ConfigError,
     ConflictError,
     DataError,
+    FileConflictError,
     GuimemError,
     LifecycleError,
     NotFoundError,
     UnknownBackendError,
 )
 from guimem.service.core import MemoryService
+from guimem.service.guard import Guard, GuardSettings
 from guimem.service.models import (
     EventView,
     ItemDetail,
@@ -44,55 +48,91 @@ from guimem.service.models import (
 )
 from guimem.types import Trajectory, iter_trajectories
 
-STATUS = {NotFoundError: 404, LifecycleError: 409, ConflictError: 409, DataError: 422, UnknownBackendError: 400,
-          ConfigError: 400}
+STATUS = {NotFoundError: 404, LifecycleError: 409, ConflictError: 409, FileConflictError: 409, DataError: 422,
+          UnknownBackendError: 400, ConfigError: 400}
+ITEM_ID = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$"
+METHOD_NAME = r"^[a-z][a-z_]{0,39}$"
+# A file inside the data directory: relative segments that never start with a dot, ending in .jsonl.
+DATA_FILE = r"^([A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}/){0,4}[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}\.jsonl$"
 
 
-class LearnRequest(BaseModel):
+class ErrorBody(BaseModel):
+    """Every 4xx answer."""
+
+    error: str
+    message: str
+    suggestion: str | None = None
+
+
+def _documented(*codes: int) -> dict[int | str, dict[str, Any]]:
+    meaning = {400: "Malformed request (not JSON, NUL bytes, NaN, lone surrogates) or a bad argument",
+               401: "Missing or wrong API key", 403: "A non-loopback Host or Origin while no API key is set",
+               404: "No such item, trace or file", 409: "The change conflicts with the item's state or a file",
+               413: "Body over the size limit", 415: "The body is not application/json",
+               422: "The body does not match the schema, or the data is not valid"}
+    return {c: {"model": ErrorBody, "description": meaning[c]} for c in codes}
+
+
+READ = _documented(400, 401, 403, 422)
+WRITE = _documented(400, 401, 403, 413, 415, 422)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LearnRequest(_Strict):
     """Episodes to learn from, in one transaction."""
 
     trajectories: list[Trajectory] = Field(max_length=1000)
     end_round: bool = False
 
 
-class PathRequest(BaseModel):
-    """A file inside the service's data directory."""
+class PathRequest(_Strict):
+    """A ``.jsonl`` file inside the service's data directory, relative to it."""
 
-    path: str = Field(min_length=1, max_length=1000)
+    path: str = Field(min_length=7, max_length=330, pattern=DATA_FILE,
+                      examples=["exports/steer.jsonl"])
 
 
-class CurationRequest(BaseModel):
+class CurationRequest(_Strict):
     """Why an item is admitted or retired by hand."""
 
     reason: str = Field(default="manual", max_length=1000)
 
 
-def _error(status: int, exc: GuimemError | None, message: str = "") -> JSONResponse:
-    body = {"error": type(exc).__name__ if exc else "HTTPError", "message": exc.message if exc else message,
-            "suggestion": exc.suggestion if exc else None}
-    return JSONResponse(body, status_code=status)
+class EndRoundRequest(_Strict):
+    """A round boundary takes no arguments (an empty object, or no body)."""
 
 
-class _Guard(BaseHTTPMiddleware):
-    def __init__(self, app: Any, api_key: str | None, max_body_bytes: int) -> None:
-        super().__init__(app)
-        self.api_key = api_key
-        self.max_body_bytes = max_body_bytes
+def _error(status: int, error: str, message: str, suggestion: str | None = None) -> JSONResponse:
+    return JSONResponse(ErrorBody(error=error, message=message, suggestion=suggestion).model_dump(),
+                        status_code=status)
 
-    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
-        if self.api_key and request.url.path != "/health":
-            given = request.headers.get("x-api-key") or request.headers.get("authorization", "").removeprefix(
-                "Bearer ").strip()
-            if not hmac.compare_digest(given.encode(), self.api_key.encode()):
-                return _error(401, None, "missing or wrong API key (Authorization: Bearer <key> or X-API-Key)")
-        length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > self.max_body_bytes):
-            return _error(413, None, f"request body over {self.max_body_bytes} bytes")
-        if length is None and request.method in ("POST", "PUT", "PATCH"):
-            body = await request.body()
-            if len(body) > self.max_body_bytes:
-                return _error(413, None, f"request body over {self.max_body_bytes} bytes")
-        return await call_next(request)
+
+def _first_problem(exc: RequestValidationError) -> str:
+    errors = exc.errors()
+    if not errors:
+        return "the request does not match the schema"
+    first = errors[0]
+    where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+    return f"{where or 'body'}: {first.get('msg', 'invalid')}"[:300]
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(GuimemError)
+    def on_error(request: Request, exc: GuimemError) -> JSONResponse:
+        status = next((code for cls, code in STATUS.items() if isinstance(exc, cls)), 400)
+        return _error(status, type(exc).__name__, exc.message, exc.suggestion)
+
+    @app.exception_handler(RequestValidationError)
+    def on_invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return _error(422, "ValidationError", _first_problem(exc), "see /openapi.json for the request schema")
+
+    @app.exception_handler(StarletteHTTPException)
+    def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        message = {404: "no such route", 405: "method not allowed"}.get(exc.status_code, str(exc.detail))
+        return _error(exc.status_code, "HTTPError", message)
 
 
 def _graph(service: MemoryService) -> dict[str, list[dict[str, object]]]:
@@ -106,18 +146,18 @@ def _graph(service: MemoryService) -> dict[str, list[dict[str, object]]]:
     return {"nodes": nodes, "edges": edges}
 
 
-def _runs(run_dir: Path | None) -> list[dict[str, object]]:
+def _runs(run_dir: FilePath | None) -> list[dict[str, object]]:
     if run_dir is None or not (run_dir / "traces").exists():
         return []
     return [{"method": m.name, "rounds": sorted(int(p.stem.split("-")[1]) for p in m.glob("round-*.jsonl"))}
             for m in sorted((run_dir / "traces").iterdir()) if m.is_dir()]
 
 
-def _episodes(run_dir: Path | None, method: str, round_index: int) -> list[dict[str, object]]:
+def _episodes(run_dir: FilePath | None, method: str, round_index: int) -> list[dict[str, object]]:
     if run_dir is None:
-        raise ConfigError("no run directory is served", suggestion="start with guimem serve --run DIR")
+        raise NotFoundError("run", "(no run directory is served: start with guimem serve --run DIR)")
     path = (run_dir / "traces" / method / f"round-{round_index}.jsonl").resolve()
-    if not path.is_relative_to(run_dir.resolve()) or not path.exists():
+    if not path.is_relative_to(run_dir.resolve()) or not path.is_file():
         raise NotFoundError("trace", f"{method}/round-{round_index}")
     out = []
     for t in iter_trajectories(path):
@@ -129,94 +169,119 @@ def _episodes(run_dir: Path | None, method: str, round_index: int) -> list[dict[
 
 
 def create_app(service: MemoryService, api_key: str | None = None, max_body_bytes: int = 5_000_000,
-               run_dir: Path | None = None) -> FastAPI:
-    """The FastAPI application serving ``service``."""
-    app = FastAPI(title="guimem", version="0.1.0",
+               run_dir: FilePath | None = None, insecure: bool = False) -> FastAPI:
+    """The FastAPI application serving ``service`` (wrapped by the `Guard`)."""
+    app = FastAPI(title="guimem", version="0.1.0", docs_url=None, redoc_url=None,
                   description="Long-term memory for frozen GUI agents: recall before each step, learn after each "
-                              "episode, consolidate at round boundaries.")
-    app.add_middleware(_Guard, api_key=api_key, max_body_bytes=max_body_bytes)
-
-    @app.exception_handler(GuimemError)
-    def on_error(request: Request, exc: GuimemError) -> JSONResponse:
-        status = next((code for cls, code in STATUS.items() if isinstance(exc, cls)), 400)
-        return _error(status, exc)
+                              "episode, consolidate at round boundaries. Authenticate with "
+                              "`Authorization: Bearer <key>` or `X-API-Key: <key>` when the server has a key.")
+    _install_error_handlers(app)
+    secured = [Security(HTTPBearer(auto_error=False, scheme_name="bearer")),
+               Security(APIKeyHeader(name="X-API-Key", auto_error=False, scheme_name="apiKey"))] if api_key else []
 
     @app.get("/health")
     def health() -> dict[str, str]:
         return {"status": "ok", "method": service.memory.name}
 
-    _memory_routes(app, service)
-    _item_routes(app, service)
-    _inspector_routes(app, service, run_dir)
+    _memory_routes(app, service, secured)
+    _item_routes(app, service, secured)
+    _inspector_routes(app, service, run_dir, secured)
+    app.add_middleware(Guard, settings=GuardSettings(api_key=api_key, max_body_bytes=max_body_bytes,
+                                                     any_host=insecure))
     return app
 
 
-def _memory_routes(app: FastAPI, service: MemoryService) -> None:
-    @app.post("/v1/recall", response_model=RecallReply)
+def _memory_routes(app: FastAPI, service: MemoryService, secured: list[Any]) -> None:
+    @app.post("/v1/recall", response_model=RecallReply, responses=WRITE, dependencies=secured)
     def recall(request: RecallRequest) -> RecallReply:
         return service.recall(request)
 
-    @app.post("/v1/learn", response_model=LearnReply)
+    @app.post("/v1/learn", response_model=LearnReply, responses=WRITE, dependencies=secured)
     def learn(request: LearnRequest) -> LearnReply:
         reply = service.learn(request.trajectories)
         if request.end_round:
             service.end_round()
         return reply
 
-    @app.post("/v1/end_round", response_model=Stats)
-    def end_round() -> Stats:
+    @app.post("/v1/end_round", response_model=Stats, responses=WRITE, dependencies=secured)
+    def end_round(request: Annotated[EndRoundRequest | None, Body()] = None) -> Stats:
         return service.end_round()
 
-    @app.get("/v1/stats", response_model=Stats)
+    @app.get("/v1/stats", response_model=Stats, responses=READ, dependencies=secured)
     def stats() -> Stats:
         return service.stats()
 
 
+ItemId = Annotated[str, Path(pattern=ITEM_ID, max_length=200)]
 
-def _item_routes(app: FastAPI, service: MemoryService) -> None:
-    @app.get("/v1/items", response_model=list[ItemSummary])
-    def list_items(kind: str | None = None, status: str | None = None) -> list[ItemSummary]:
+
+def _item_routes(app: FastAPI, service: MemoryService, secured: list[Any]) -> None:
+    @app.get("/v1/items", response_model=list[ItemSummary], responses=READ, dependencies=secured)
+    def list_items(kind: Annotated[str | None, Query(max_length=40)] = None,
+                   status: Annotated[str | None, Query(max_length=40)] = None) -> list[ItemSummary]:
         return service.list_items(kind, status)
 
-    @app.get("/v1/items/{item_id}", response_model=ItemDetail)
-    def show(item_id: str) -> ItemDetail:
+    @app.get("/v1/items/{item_id}", response_model=ItemDetail, responses={**READ, **_documented(404)},
+             dependencies=secured)
+    def show(item_id: ItemId) -> ItemDetail:
         return service.show(item_id)
 
-    @app.get("/v1/items/{item_id}/history", response_model=list[EventView])
-    def history(item_id: str) -> list[EventView]:
+    @app.get("/v1/items/{item_id}/history", response_model=list[EventView], responses={**READ, **_documented(404)},
+             dependencies=secured)
+    def history(item_id: ItemId) -> list[EventView]:
         return service.history(item_id)
 
-    @app.post("/v1/items/{item_id}/admit", response_model=ItemSummary)
-    def admit(item_id: str, request: CurationRequest = Body(default_factory=CurationRequest)) -> ItemSummary:
-        return service.set_status(item_id, "admitted", request.reason)
+    curation = {**WRITE, **_documented(404, 409)}
 
-    @app.post("/v1/items/{item_id}/retire", response_model=ItemSummary)
-    def retire(item_id: str, request: CurationRequest = Body(default_factory=CurationRequest)) -> ItemSummary:
-        return service.set_status(item_id, "retired", request.reason)
+    @app.post("/v1/items/{item_id}/admit", response_model=ItemSummary, responses=curation, dependencies=secured)
+    def admit(item_id: ItemId, request: Annotated[CurationRequest | None, Body()] = None) -> ItemSummary:
+        return service.set_status(item_id, "admitted", (request or CurationRequest()).reason)
 
-    @app.post("/v1/export", response_model=TransferReply)
+    @app.post("/v1/items/{item_id}/retire", response_model=ItemSummary, responses=curation, dependencies=secured)
+    def retire(item_id: ItemId, request: Annotated[CurationRequest | None, Body()] = None) -> ItemSummary:
+        return service.set_status(item_id, "retired", (request or CurationRequest()).reason)
+
+    @app.post("/v1/export", response_model=TransferReply, responses={**WRITE, **_documented(409)},
+              dependencies=secured)
     def export(request: PathRequest) -> TransferReply:
-        return service.export(Path(request.path))
+        return service.export(FilePath(request.path))
 
-    @app.post("/v1/import", response_model=TransferReply)
+    @app.post("/v1/import", response_model=TransferReply, responses={**WRITE, **_documented(404, 409)},
+              dependencies=secured)
     def import_(request: PathRequest) -> TransferReply:
-        return service.import_(Path(request.path))
+        return service.import_(FilePath(request.path))
 
 
+def _static(name: str) -> str:
+    return (resources.files("guimem.service") / "static" / name).read_text(encoding="utf-8")
 
-def _inspector_routes(app: FastAPI, service: MemoryService, run_dir: Path | None) -> None:
-    @app.get("/v1/graph")
+
+def _inspector_routes(app: FastAPI, service: MemoryService, run_dir: FilePath | None, secured: list[Any]) -> None:
+    @app.get("/v1/graph", responses=READ, dependencies=secured)
     def graph() -> dict[str, list[dict[str, object]]]:
         return _graph(service)
 
-    @app.get("/v1/runs")
+    @app.get("/v1/runs", responses=READ, dependencies=secured)
     def runs() -> list[dict[str, object]]:
         return _runs(run_dir)
 
-    @app.get("/v1/runs/{method}/{round_index}")
-    def episodes(method: str, round_index: int) -> list[dict[str, object]]:
+    @app.get("/v1/runs/{method}/{round_index}", responses={**READ, **_documented(404)}, dependencies=secured)
+    def episodes(method: Annotated[str, Path(pattern=METHOD_NAME)],
+                 round_index: Annotated[int, Path(ge=0, le=100_000)]) -> list[dict[str, object]]:
         return _episodes(run_dir, method, round_index)
 
-    @app.get("/", response_class=HTMLResponse)
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def inspector() -> str:
-        return (resources.files("guimem.service") / "inspector.html").read_text(encoding="utf-8")
+        return _static("inspector.html")
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> Response:
+        return Response(status_code=204)
+
+    @app.get("/static/inspector.js", include_in_schema=False)
+    def inspector_js() -> Response:
+        return Response(_static("inspector.js"), media_type="text/javascript")
+
+    @app.get("/static/inspector.css", include_in_schema=False)
+    def inspector_css() -> Response:
+        return Response(_static("inspector.css"), media_type="text/css")
