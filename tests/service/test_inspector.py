@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from guimem.envs.browser import launch_chrome
@@ -82,3 +84,57 @@ def test_inspector_shows_knowledge_items_with_status_and_evidence(browser, run_d
     page = _page(browser, run_dir, "steer", "inspector-steer.png")
     assert page["statuses"], "knowledge items are listed"
     assert any("trials" in e and "controls" in e and "harms" in e for e in page["evidence"])
+
+
+XSS = '<img src=x onerror="document.body.dataset.pwned=1"><script>document.body.dataset.pwned=2</script>'
+
+
+def _hostile_export(run_dir, tmp_path) -> tuple[Path, Path]:
+    """A real steer export with script in every item text, and one with a string where evidence counts go."""
+    out, settings = run_dir
+    svc = MemoryService(ServiceSettings(store=str(out / "memory" / "steer.sqlite"), method="steer"), settings)
+    clean = tmp_path / "clean.jsonl"
+    svc.export(clean)
+    svc.close()
+    lines = [json.loads(line) for line in clean.read_text().splitlines()]
+    for line in lines:
+        if line["type"] == "record":
+            line["body"]["content"] = XSS + line["body"]["content"]
+    texts = tmp_path / "data" / "texts.jsonl"
+    texts.parent.mkdir(exist_ok=True)
+    texts.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    typed = [dict(x) for x in lines]
+    typed.append({"type": "event", "event": "evidence", "item_id": lines[1]["id"],
+                  "payload": {"trials": XSS, "controls": 0}})
+    bad = tmp_path / "data" / "bad.jsonl"
+    bad.write_text("\n".join(json.dumps(x) for x in typed) + "\n")
+    return texts, bad
+
+
+def test_hostile_item_texts_render_as_text_and_no_script_runs_even_with_a_key(browser, run_dir, tmp_path):
+    _, settings = run_dir
+    _hostile_export(run_dir, tmp_path)
+    svc = MemoryService(ServiceSettings(store=str(tmp_path / "hostile.sqlite"), method="steer",
+                                        data_dir=tmp_path / "data"), settings)
+    try:
+        with live_http(create_app(svc, api_key="k")) as url:
+            headers = {"Authorization": "Bearer k"}
+            refused = httpx.post(f"{url}/v1/import", json={"path": "bad.jsonl"}, headers=headers)
+            assert refused.status_code == 422 and "trials" in refused.json()["message"]
+            assert httpx.post(f"{url}/v1/import", json={"path": "texts.jsonl"}, headers=headers).status_code == 200
+            browser.get(url + "/")
+            browser.find_element("id", "key").send_keys("k")
+            browser.find_element("css selector", "#key-form button").click()
+            deadline = time.time() + 20
+            while browser.execute_script("return document.body.dataset.loaded") != "true" and time.time() < deadline:
+                time.sleep(0.1)
+            assert browser.execute_script("return document.body.dataset.loaded") == "true", \
+                browser.find_element("id", "summary").text
+            time.sleep(0.5)  # an injected onerror would have fired by now
+            assert browser.execute_script("return document.body.dataset.pwned") is None
+            assert browser.find_elements("css selector", "#knowledge img, #knowledge script") == []
+            assert "<img src=x onerror=" in browser.find_element("id", "knowledge").text
+            assert browser.execute_script("return window.localStorage.length") == 0
+            browser.save_screenshot(str(ARTIFACTS / "inspector-hostile.png"))
+    finally:
+        svc.close()

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from guimem.types import Action, ActionKind, Observation, Selector, Task, Trajectory, screen_signature
+from guimem.types.actions import TARGETED_KINDS
 
 _QUOTED = re.compile(r"[\"“]([^\"”]{1,80})[\"”]")
 MIN_CONTAINED = 3
@@ -91,13 +92,19 @@ class Performed:
 
 
 def performed_actions(traj: Trajectory) -> list[Performed]:
-    """The primitive UI actions of a trajectory in order (``run_skill`` steps expanded)."""
+    """The primitive UI actions of a trajectory in order (``run_skill`` steps expanded).
+
+    A targeted action without a selector (a ref that named nothing on its screen, or a hostile
+    trajectory) has no portable form and is left out: memory could neither replay nor avoid it.
+    """
     obs_after = [s.observation for s in traj.steps[1:]] + [traj.final_observation or traj.steps[-1].observation] \
         if traj.steps else []
     out: list[Performed] = []
     for step, after in zip(traj.steps, obs_after, strict=True):
         actions: tuple[Action, ...] = step.performed if step.action.kind is ActionKind.RUN_SKILL else (step.action,)
         for a in actions:
+            if a.kind in TARGETED_KINDS and a.selector is None:
+                continue
             if a.is_ui and a.kind is not ActionKind.RUN_SKILL:
                 out.append(Performed(step.index, a, step.observation, after, step.error is not None))
     return out

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from guimem.embeddings import CachedEmbedder, create_embedder
 from guimem.envs.base import Env
@@ -238,14 +238,15 @@ class MemoryService:
             have = Counter(_event_key(e.type, e.item_id, json.loads(e.payload or "{}"))
                            for e in self.store.events(namespace=self.namespace))
             for e in events:
-                key = _event_key(e.event, e.item_id, e.payload)
+                payload = e.payload.model_dump(exclude_unset=True)
+                key = _event_key(e.event, e.item_id, payload)
                 if have[key] > 0:
                     have[key] -= 1
                     continue
-                self.store.append_event(EventDraft(e.event, e.item_id, self.namespace, json.dumps(e.payload)))
+                self.store.append_event(EventDraft(e.event, e.item_id, self.namespace, json.dumps(payload)))
                 logged += 1
             self._import_round(header.round)
-        self.memory = create_memory(self.settings.method, self.kit, self.settings.spec)
+            self.memory = self._reopen(source)
         return TransferReply(path=str(source), records=written, events=logged)
 
     def _import_versions(self, item_id: str, versions: list[ExportRecord]) -> int:
@@ -263,6 +264,14 @@ class MemoryService:
         for r in versions[same:]:
             self.store.put(Record(r.id, r.kind, self.namespace, r.status, json.dumps(r.body), _vector(r.vector)))
         return len(versions) - same
+
+    def _reopen(self, source: Path) -> Memory:
+        """The memory rebuilt from the store; items that do not load as this method fail the import (rolled back)."""
+        try:
+            return create_memory(self.settings.method, self.kit, self.settings.spec)
+        except (ValidationError, KeyError, TypeError, ValueError) as exc:
+            raise DataError(f"the imported items do not load as a {self.settings.method} memory: "
+                            f"{str(exc).splitlines()[0][:200]}", path=str(source)) from None
 
     def _import_round(self, exported: int | None) -> None:
         key = f"{self.namespace}.round"
@@ -308,25 +317,48 @@ def _by_item(records: list[ExportRecord]) -> dict[str, list[ExportRecord]]:
     return {k: sorted(v, key=lambda r: r.version) for k, v in out.items()}
 
 
+NAME = r"^[a-z][a-z_]{0,39}$"
+ID = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$"
+
+
 class ExportRecord(BaseModel):
     """One item version in an export."""
 
+    model_config = ConfigDict(extra="forbid")
+
     type: Literal["record"]
-    id: str
-    kind: str
-    status: str
-    version: int = 0
+    id: str = Field(pattern=ID)
+    kind: str = Field(pattern=NAME)
+    status: str = Field(pattern=NAME)
+    version: int = Field(default=0, ge=0)
     body: dict[str, object]
-    vector: str | None = None
+    vector: str | None = Field(default=None, pattern=r"^([0-9a-f]{8})*$", max_length=1 << 20)
+
+
+class EventPayload(BaseModel):
+    """An event's details: the evidence fields every reader relies on are typed; others are kept as they are."""
+
+    model_config = ConfigDict(extra="allow")
+
+    round: int | None = Field(default=None, ge=0)
+    trials: int | None = Field(default=None, ge=0)
+    controls: int | None = Field(default=None, ge=0)
+    difference: float | None = Field(default=None, allow_inf_nan=False)
+    effective_uses: int | None = Field(default=None, ge=0)
+    harms: int | None = Field(default=None, ge=0)
+    held_back: list[str] | None = None
+    reason: str | None = None
 
 
 class ExportEvent(BaseModel):
     """One event in an export."""
 
+    model_config = ConfigDict(extra="forbid")
+
     type: Literal["event"]
-    event: str
-    item_id: str | None = None
-    payload: dict[str, object] = {}
+    event: str = Field(pattern=NAME)
+    item_id: str | None = Field(default=None, pattern=ID)
+    payload: EventPayload = Field(default_factory=EventPayload)
 
 
 class ExportHeader(BaseModel):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -86,18 +87,16 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-def bearer_or_key(scope: Scope) -> str | None:
-    """The key a request presents: ``X-API-Key``, or ``Authorization: Bearer <key>`` (strictly that scheme)."""
+def presented_keys(scope: Scope) -> list[str]:
+    """The keys a request presents: ``X-API-Key``, and ``Authorization: Bearer <key>`` (strictly that scheme)."""
+    keys = []
     key = _header(scope, b"x-api-key")
-    if key is not None:
-        return key
-    auth = _header(scope, b"authorization")
-    if auth is None:
-        return None
-    scheme, _, token = auth.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip() or " " in token.strip():
-        return None
-    return token.strip()
+    if key:
+        keys.append(key)
+    scheme, _, token = (_header(scope, b"authorization") or "").partition(" ")
+    if scheme.lower() == "bearer" and token.strip() and " " not in token.strip():
+        keys.append(token.strip())
+    return keys
 
 
 def _reject_constant(name: str) -> None:
@@ -136,11 +135,13 @@ class GuardSettings:
         max_body_bytes: The largest body accepted.
         any_host: Without a key, accept any ``Host`` (``guimem serve --insecure``); cross-site
             origins stay refused.
+        post_routes: Paths that take a JSON body; a POST elsewhere is left to the router (405).
     """
 
     api_key: str | None = None
     max_body_bytes: int = 5_000_000
     any_host: bool = False
+    post_routes: tuple[re.Pattern[str], ...] = ()
 
 
 class Guard:
@@ -186,15 +187,19 @@ class Guard:
             if origin == "null":
                 raise Refusal(403, "Forbidden", "requests from opaque origins are refused")
         elif path not in PUBLIC_PATHS:
-            given = bearer_or_key(scope)
-            if given is None or not hmac.compare_digest(given.encode(), self.settings.api_key.encode()):
+            expected = self.settings.api_key.encode()
+            if not any(hmac.compare_digest(k.encode(), expected) for k in presented_keys(scope)):
                 raise Refusal(401, "Unauthorized", "missing or wrong API key",
                               "send Authorization: Bearer <key> or X-API-Key: <key>")
-        if scope.get("method") in ("POST", "PUT", "PATCH"):
+        if self._takes_json(scope):
             kind = (_header(scope, b"content-type") or "").split(";", 1)[0].strip().lower()
             if kind != "application/json":
                 raise Refusal(415, "UnsupportedMediaType", "the body must be application/json",
                               "send Content-Type: application/json")
+
+    def _takes_json(self, scope: Scope) -> bool:
+        path = scope.get("path", "")
+        return scope.get("method") == "POST" and any(r.match(path) for r in self.settings.post_routes)
 
     async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
         limit = self.settings.max_body_bytes
@@ -217,7 +222,7 @@ class Guard:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
-        if body.strip():
+        if body.strip() and self._takes_json(scope):
             check_json(body)
         return body
 

@@ -17,11 +17,12 @@ from importlib import resources
 from pathlib import Path as FilePath
 from typing import Annotated, Any
 
-from fastapi import Body, FastAPI, Path, Query, Request, Security
+from fastapi import Depends, FastAPI, Path, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader, HTTPBearer
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from guimem.errors import (
@@ -102,7 +103,35 @@ class CurationRequest(_Strict):
 
 
 class EndRoundRequest(_Strict):
-    """A round boundary takes no arguments (an empty object, or no body)."""
+    """A round boundary takes no arguments: send an empty object."""
+
+
+def strict(model: type[BaseModel]) -> Any:
+    """A dependency that validates the raw body against ``model`` in strict JSON mode.
+
+    FastAPI validates bodies in lax Python mode (``0`` becomes ``False``, ``false`` becomes ``0``);
+    the schema promises more, so the body is also checked strictly, as JSON Schema reads it
+    (where ``2.0`` is an integer).
+    """
+    async def check(request: Request) -> None:
+        try:
+            value = _integral(json.loads(await request.body() or b"null"))
+            model.model_validate_json(json.dumps(value), strict=True)
+        except ValidationError as exc:
+            raise RequestValidationError(exc.errors(include_url=False, include_input=False)) from None
+
+    return Depends(check)
+
+
+def _integral(value: Any) -> Any:
+    """Floats with no fractional part as ints (JSON Schema's ``integer`` includes ``2.0``)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_integral(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _integral(v) for k, v in value.items()}
+    return value
 
 
 def _error(status: int, error: str, message: str, suggestion: str | None = None) -> JSONResponse:
@@ -132,7 +161,9 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         message = {404: "no such route", 405: "method not allowed"}.get(exc.status_code, str(exc.detail))
-        return _error(exc.status_code, "HTTPError", message)
+        response = _error(exc.status_code, "HTTPError", message)
+        response.headers.update(exc.headers or {})  # 405 says which methods are allowed
+        return response
 
 
 def _graph(service: MemoryService) -> dict[str, list[dict[str, object]]]:
@@ -186,25 +217,28 @@ def create_app(service: MemoryService, api_key: str | None = None, max_body_byte
     _memory_routes(app, service, secured)
     _item_routes(app, service, secured)
     _inspector_routes(app, service, run_dir, secured)
+    posts = tuple(r.path_regex for r in app.routes if isinstance(r, APIRoute) and "POST" in (r.methods or set()))
     app.add_middleware(Guard, settings=GuardSettings(api_key=api_key, max_body_bytes=max_body_bytes,
-                                                     any_host=insecure))
+                                                     any_host=insecure, post_routes=posts))
     return app
 
 
 def _memory_routes(app: FastAPI, service: MemoryService, secured: list[Any]) -> None:
-    @app.post("/v1/recall", response_model=RecallReply, responses=WRITE, dependencies=secured)
+    @app.post("/v1/recall", response_model=RecallReply, responses=WRITE,
+              dependencies=[*secured, strict(RecallRequest)])
     def recall(request: RecallRequest) -> RecallReply:
         return service.recall(request)
 
-    @app.post("/v1/learn", response_model=LearnReply, responses=WRITE, dependencies=secured)
+    @app.post("/v1/learn", response_model=LearnReply, responses=WRITE, dependencies=[*secured, strict(LearnRequest)])
     def learn(request: LearnRequest) -> LearnReply:
         reply = service.learn(request.trajectories)
         if request.end_round:
             service.end_round()
         return reply
 
-    @app.post("/v1/end_round", response_model=Stats, responses=WRITE, dependencies=secured)
-    def end_round(request: Annotated[EndRoundRequest | None, Body()] = None) -> Stats:
+    @app.post("/v1/end_round", response_model=Stats, responses=WRITE,
+              dependencies=[*secured, strict(EndRoundRequest)])
+    def end_round(request: EndRoundRequest) -> Stats:
         return service.end_round()
 
     @app.get("/v1/stats", response_model=Stats, responses=READ, dependencies=secured)
@@ -232,22 +266,23 @@ def _item_routes(app: FastAPI, service: MemoryService, secured: list[Any]) -> No
         return service.history(item_id)
 
     curation = {**WRITE, **_documented(404, 409)}
+    curating = [*secured, strict(CurationRequest)]
 
-    @app.post("/v1/items/{item_id}/admit", response_model=ItemSummary, responses=curation, dependencies=secured)
-    def admit(item_id: ItemId, request: Annotated[CurationRequest | None, Body()] = None) -> ItemSummary:
-        return service.set_status(item_id, "admitted", (request or CurationRequest()).reason)
+    @app.post("/v1/items/{item_id}/admit", response_model=ItemSummary, responses=curation, dependencies=curating)
+    def admit(item_id: ItemId, request: CurationRequest) -> ItemSummary:
+        return service.set_status(item_id, "admitted", request.reason)
 
-    @app.post("/v1/items/{item_id}/retire", response_model=ItemSummary, responses=curation, dependencies=secured)
-    def retire(item_id: ItemId, request: Annotated[CurationRequest | None, Body()] = None) -> ItemSummary:
-        return service.set_status(item_id, "retired", (request or CurationRequest()).reason)
+    @app.post("/v1/items/{item_id}/retire", response_model=ItemSummary, responses=curation, dependencies=curating)
+    def retire(item_id: ItemId, request: CurationRequest) -> ItemSummary:
+        return service.set_status(item_id, "retired", request.reason)
 
     @app.post("/v1/export", response_model=TransferReply, responses={**WRITE, **_documented(409)},
-              dependencies=secured)
+              dependencies=[*secured, strict(PathRequest)])
     def export(request: PathRequest) -> TransferReply:
         return service.export(FilePath(request.path))
 
     @app.post("/v1/import", response_model=TransferReply, responses={**WRITE, **_documented(404, 409)},
-              dependencies=secured)
+              dependencies=[*secured, strict(PathRequest)])
     def import_(request: PathRequest) -> TransferReply:
         return service.import_(FilePath(request.path))
 

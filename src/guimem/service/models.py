@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from guimem.types import Injection, Observation
 
 
 class RecallRequest(BaseModel):
     """What an agent asks memory before a step."""
+
+    model_config = ConfigDict(extra="forbid")
 
     goal: str = Field(min_length=1, max_length=4000)
     observation: Observation

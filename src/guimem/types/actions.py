@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -36,6 +37,35 @@ UI_KINDS = frozenset({ActionKind.TAP, ActionKind.TYPE, ActionKind.SCROLL, Action
 TARGETED_KINDS = frozenset({ActionKind.TAP, ActionKind.TYPE})
 
 
+def _kind_rules(schema: dict[str, Any]) -> None:
+    """The per-kind requirements `Action._check_fields` enforces, stated in the JSON schema too.
+
+    So a client generating requests from the OpenAPI document (or a model constrained by it) can
+    only produce actions the validator accepts.
+    """
+    def when(kinds: list[str], then: dict[str, Any]) -> dict[str, Any]:
+        return {"if": {"properties": {"kind": {"enum": kinds}}, "required": ["kind"]}, "then": then}
+
+    def non_empty(field: str) -> dict[str, Any]:
+        return {"required": [field], "properties": {field: {"type": "string", "minLength": 1}}}
+
+    targeted = [k.value for k in sorted(TARGETED_KINDS)]
+    schema["allOf"] = [
+        when(targeted, {"anyOf": [{"required": ["ref"], "properties": {"ref": {"type": "string"}}},
+                                  {"required": ["selector"], "properties": {"selector": {"type": "object"}}}]}),
+        when([ActionKind.TYPE.value], {"required": ["text"], "properties": {"text": {"type": "string"}}}),
+        when([ActionKind.KEY.value], non_empty("key")),
+        when([ActionKind.OPEN_APP.value], non_empty("app")),
+        when([ActionKind.RUN_SKILL.value], non_empty("skill")),
+        when([ActionKind.SCROLL.value], {"properties": {"direction": {"enum": [None, "up", "down", "left", "right"]}}}),
+        when([ActionKind.MEMORY.value], {
+            "required": ["op"], "properties": {"op": {"enum": [o.value for o in MemoryOp]}},
+            "allOf": [{"if": {"properties": {"op": {"enum": ["update", "delete"]}}}, "then": non_empty("memory_id")},
+                      {"if": {"properties": {"op": {"enum": ["add", "update"]}}},
+                       "then": {"required": ["text"], "properties": {"text": {"type": "string"}}}}]}),
+    ]
+
+
 class Action(BaseModel):
     """One action. Which fields are required depends on ``kind``.
 
@@ -43,7 +73,7 @@ class Action(BaseModel):
     ``selector``; recorded actions carry both so memory can keep the selector.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=_kind_rules)
 
     kind: ActionKind
     ref: str | None = None
