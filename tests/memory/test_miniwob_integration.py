@@ -61,9 +61,11 @@ def test_graph_merges_one_screen_across_seeds_keeps_screens_apart_and_recalls_fa
     assert [t.outcome.success for t in trajs] == [True, True, False]
     for t in trajs:
         graph.learn(t)
+    graph.end_round()
     login_nodes = graph.stats()["nodes"]
     click = run_episode(env, ExplorerPolicy(), Task(id="click-test-2", goal="", app="miniwob", seed=1))
     graph.learn(click)
+    graph.end_round()
     assert graph.stats()["nodes"] > login_nodes, "a different screen gets its own node"
     assert login_nodes <= 3, "the login screen of three seeds is one node (plus end screens)"
     obs = env.reset(Task(id="login-user", goal="", app="miniwob", seed=9))

@@ -61,6 +61,7 @@ def test_unverified_skills_are_not_recalled_unless_configured(kit):
                     observation=env.reset(Task(id="form", goal="", app="form", seed=2)))
     no_env = SkillMemory(kit, SkillSettings())
     no_env.learn(trajectory)
+    no_env.end_round()
     assert no_env.stats() == {"unverified": 3} and no_env.recall(q).items == ()
     allowed = SkillMemory(kit, SkillSettings(recall_unverified=True))
     assert len(allowed.recall(q).items) == 3
@@ -69,8 +70,10 @@ def test_unverified_skills_are_not_recalled_unless_configured(kit):
 def test_verified_skills_are_recalled_with_code_and_merged_by_program(kit):
     mem = SkillMemory(kit, SkillSettings(k=2), env_factory=FormEnv)
     mem.learn(episode([USER, PASS, LOGIN], seed=1))
-    report = mem.learn(episode([USER, PASS, LOGIN], seed=2))
-    assert mem.stats() == {"verified": 3} and report.merged == 3
+    mem.learn(episode([USER, PASS, LOGIN], seed=2))
+    mem.end_round()
+    merges = [e for e in kit.store.events(namespace=kit.namespace) if e.type == "merged"]
+    assert mem.stats() == {"verified": 3} and len(merges) == 3
     env = FormEnv()
     obs = env.reset(Task(id="form", goal="", app="form", seed=4))
     inj = mem.recall(RecallQuery(task=env.task, observation=obs))
@@ -81,6 +84,7 @@ def test_verified_skills_are_recalled_with_code_and_merged_by_program(kit):
 def test_use_is_counted_only_when_the_skill_runs(kit):
     mem = SkillMemory(kit, SkillSettings(), env_factory=FormEnv)
     mem.learn(episode([USER, PASS, LOGIN], seed=1))
+    mem.end_round()
     env = FormEnv()
     obs = env.reset(Task(id="form", goal="", app="form", seed=4))
     inj = mem.recall(RecallQuery(task=env.task, observation=obs))

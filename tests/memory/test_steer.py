@@ -206,11 +206,13 @@ def test_append_all_keeps_every_proposal_and_operational_filters_by_contract(kit
     for seed in (1, 2):
         sim.learn(episode([USER, PASS, LOGIN], seed=seed))
     sim.learn(episode([LOGIN], seed=3))
+    sim.end_round()
     assert sim.stats() == {"active": 3}
     assert len(sim.recall(form_query(4)).items) == 3
     kit.namespace = "op"
     op = AppendAllMemory(kit, "operational", k=5)
     op.learn(episode([USER, PASS, LOGIN], seed=1))
+    op.end_round()
     mail = RecallQuery(task=Task(id="mail", goal="Delete the email by Ann.", app="mail"),
                        observation=form_query(2).observation)
     assert op.recall(mail).items == () and len(op.recall(form_query(4)).items) == 1

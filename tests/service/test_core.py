@@ -84,6 +84,7 @@ def test_a_crash_inside_learning_rolls_everything_back(tmp_path):
 def test_skills_show_their_code(tmp_path):
     svc = service(tmp_path, method="skills")
     svc.learn_file(trajectories(tmp_path))
+    svc.end_round()
     skill = svc.list_items(kind="skill")[0]
     assert "def " in svc.show(skill.id).code
 

@@ -33,7 +33,7 @@ async def _session(store: str, data_dir: str) -> list[dict]:
         out.append({"tools": sorted(t.name for t in tools.tools)})
         trajs = [episode([USER, PASS, LOGIN], seed=1).model_dump(mode="json"),
                  episode([LOGIN], seed=2).model_dump(mode="json")]
-        out.append(_payload(await session.call_tool("learn", {"trajectories": trajs})))
+        out.append(_payload(await session.call_tool("learn", {"trajectories": trajs, "end_round": True})))
         out.append(_payload(await session.call_tool("stats", {})))
         req = request()
         out.append(_payload(await session.call_tool("recall", {"goal": req.goal,

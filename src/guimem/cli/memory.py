@@ -76,8 +76,9 @@ def learn(
         reply = svc.learn_file(trajectories)
         stats = svc.end_round() if end_round else svc.stats()
     _out(st, json_output, reply, lambda: st.console.print(
-        f"learned {reply.episodes} episodes into {method}: {reply.added} added, {reply.merged} merged, "
-        f"{reply.dropped} dropped; items now {stats.items}"))
+        f"learned {reply.episodes} episodes into {method}"
+        + (f" ({reply.queued} kept for the round boundary)" if reply.queued and not end_round else "")
+        + f"; items now {stats.items}"))
 
 
 def _observation(path: Path) -> Observation:

@@ -172,9 +172,7 @@ class Evaluation:
         if run_dir.snapshot(method, round_index) is not None:
             return True
         memory = bench.memory(method, round_index)
-        kit = getattr(memory, "kit", None)
-        committed = int(kit.store.meta_get("boundary") or -1) if kit is not None else -1
-        if committed >= round_index:  # the boundary committed, its snapshot was not written yet
+        if memory.committed_round() >= round_index:  # the boundary committed, its snapshot was not written yet
             run_dir.write_snapshot(method, round_index, memory.stats())
             return True
         return False
@@ -186,15 +184,6 @@ class Evaluation:
         order = {(e.task, e.seed): i for i, e in enumerate(self.spec.suite.tasks)}
         ordered = sorted(results, key=lambda r: order.get((r.task, r.seed), 0))
         memory = bench.memory(method, round_index)
-        kit = getattr(memory, "kit", None)
-        if kit is None:
-            run_dir.write_snapshot(method, round_index, memory.stats())
-            return
-        with kit.store.transaction():
-            for r in ordered:
-                if r.episode_id in trajs:
-                    memory.learn(trajs[r.episode_id])
-            memory.end_round()
-            kit.store.meta_set("boundary", str(round_index))
+        memory.commit_round(round_index, [trajs[r.episode_id] for r in ordered if r.episode_id in trajs])
         run_dir.write_snapshot(method, round_index, memory.stats())
         log.info("%s round %d boundary: %s", method, round_index, json.dumps(memory.stats()))

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from guimem.agents.base import Policy
 from guimem.embeddings import CachedEmbedder, create_embedder
 from guimem.envs.base import Env
-from guimem.harness.episode import EpisodeSettings, SkillRunner, run_episode
+from guimem.harness.episode import EpisodeSettings, run_episode
 from guimem.harness.factory import make_env, make_policy
 from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir
-from guimem.memory.base import Memory
+from guimem.memory.base import Memory, SkillRunner
 from guimem.memory.factory import create_memory
 from guimem.memory.kit import MemoryKit
 from guimem.settings import GuimemSettings
@@ -96,7 +96,7 @@ class Workbench:
         if cached is not None and not (fresh and cached[0] != round_index):
             return cached[1]
         if cached is not None:
-            _close_store(cached[1])
+            cached[1].close()
         store = SQLiteStore(self.run_dir.store_file(method))
         kit = MemoryKit(store=store, embedder=self.embedder, counter=TiktokenCounter(self.spec.token_encoding),
                         namespace=method, vector_index=self.settings.vector_index)
@@ -119,7 +119,7 @@ class Workbench:
     def run(self, job: EpisodeJob, fresh_memory: bool = False) -> tuple[EpisodeResult, Trajectory]:
         """Run one job (an env the infrastructure failed is closed, so the next job starts a new one)."""
         memory = self.memory(job.method, job.round, fresh=fresh_memory)
-        runner: SkillRunner | None = getattr(memory, "run_skill", None)
+        runner = memory.run_skill if isinstance(memory, SkillRunner) else None
         task = job.entry.to_task(self.spec.env, self.spec.max_steps)
         traj = run_episode(self.env, self.policy, task, memory=memory,
                            settings=EpisodeSettings(max_steps=task.max_steps or self.spec.max_steps),
@@ -137,13 +137,6 @@ class Workbench:
     def close(self) -> None:
         """Close the env and the stores."""
         for _, memory in self._memories.values():
-            _close_store(memory)
+            memory.close()
         self._memories.clear()
         self.close_env()
-
-
-def _close_store(memory: Memory) -> None:
-    """Close a memory's store (``none`` has none)."""
-    kit: MemoryKit | None = getattr(memory, "kit", None)
-    if kit is not None:
-        kit.store.close()

@@ -1,11 +1,31 @@
-"""The `Memory` protocol, its query and report types, and the ``none`` baseline."""
+"""The `Memory` contract, its query and report types, the parts methods compose, and ``none``.
+
+The contract every memory method keeps (``guimem.testing.check_memory`` checks it):
+
+- ``recall(query)`` never changes what later recalls return within a round; on an empty memory it
+  returns an empty injection. Injections fit the method's token budget.
+- ``learn(trajectory)`` takes a finished episode; what it teaches is recalled only after the next
+  round boundary (``end_round``): every episode of a round reads the same snapshot.
+- ``commit_round(r, trajectories)`` is the boundary the evaluation applies: learn from the round's
+  episodes in order, consolidate, and record that round ``r`` is committed — all in one store
+  transaction, so an interrupted run neither loses nor repeats it. ``committed_round()`` says
+  which round was committed last (-1 for none).
+- What is committed survives ``close()`` and reopening; ``close()`` may be called twice.
+- With ``exclude_source_task``, nothing learned from a task is recalled for that same task.
+
+Optional abilities are small protocols checked with ``isinstance``: `SkillRunner` (methods whose
+items the agent can execute) and `Curator` (methods with an admission lifecycle).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from guimem.types import Injection, Observation, Step, Task, Trajectory
+from guimem.envs.base import Env, Transition
+from guimem.storage import Store
+from guimem.types import Action, Injection, Observation, Step, Task, Trajectory
 
 
 @dataclass(frozen=True)
@@ -34,11 +54,12 @@ class RecallQuery:
 
 @dataclass
 class LearnReport:
-    """What `Memory.learn` did with one trajectory."""
+    """What `Memory.learn` did with one trajectory (``queued``: kept for the round boundary)."""
 
     added: int = 0
     merged: int = 0
     dropped: int = 0
+    queued: int = 0
     notes: list[str] = field(default_factory=list)
 
 
@@ -67,9 +88,95 @@ class Memory(Protocol):
         """Item counts by status, for reports."""
         ...
 
+    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
+        """Learn from a round's episodes in order, consolidate, and mark the round committed (one transaction)."""
+        ...
+
+    def committed_round(self) -> int:
+        """The last committed round (-1 when none)."""
+        ...
+
+    def close(self) -> None:
+        """Release the store (idempotent)."""
+        ...
+
+
+@runtime_checkable
+class SkillRunner(Protocol):
+    """A memory whose items the agent can execute (``run_skill`` actions)."""
+
+    def run_skill(self, env: Env, action: Action, task: Task, observation: Observation
+                  ) -> tuple[Transition, tuple[Action, ...]]:
+        """Run the named skill; returns the transition and the primitive actions performed."""
+        ...
+
+
+@runtime_checkable
+class Curator(Protocol):
+    """A memory with an admission lifecycle that people can curate."""
+
+    def set_status(self, item_id: str, status: str, reason: str) -> None:
+        """Move an item to ``status`` (checked against the lifecycle, logged as an event)."""
+        ...
+
+
+class RoundLog:
+    """The round boundary in a memory's own store: a part every stored method holds (not inherits).
+
+    Args:
+        store: The memory's store (owned: `close` closes it).
+        namespace: The memory's namespace in it.
+    """
+
+    LEGACY_KEY = "boundary"  # run folders written before boundaries were namespaced
+
+    def __init__(self, store: Store, namespace: str) -> None:
+        self.store = store
+        self.namespace = namespace
+        self._closed = False
+
+    def committed(self) -> int:
+        """The last committed round (-1 when none)."""
+        value = self.store.meta_get(f"{self.namespace}.boundary") or self.store.meta_get(self.LEGACY_KEY)
+        return int(value) if value is not None else -1
+
+    def commit(self, memory: Memory, round_index: int, trajectories: Sequence[Trajectory]) -> None:
+        """Learn in order, consolidate, mark — in one transaction."""
+        with self.store.transaction():
+            for t in trajectories:
+                memory.learn(t)
+            memory.end_round()
+            self.store.meta_set(f"{self.namespace}.boundary", str(round_index))
+
+    def close(self) -> None:
+        """Close the store once."""
+        if not self._closed:
+            self._closed = True
+            self.store.close()
+
+
+class RoundBuffer:
+    """Episodes learned during a round, applied at its boundary, so recall sees one snapshot per round."""
+
+    def __init__(self) -> None:
+        self._pending: list[Trajectory] = []
+
+    def add(self, trajectory: Trajectory) -> LearnReport:
+        """Keep an episode for the boundary."""
+        self._pending.append(trajectory)
+        return LearnReport(queued=1)
+
+    def drain(self) -> list[Trajectory]:
+        """The kept episodes, in the order they came; the buffer is empty afterwards."""
+        out, self._pending = self._pending, []
+        return out
+
 
 class NoMemory:
     """The ``none`` baseline: shows nothing, learns nothing. Always run as the control."""
+
+    def __init__(self) -> None:
+        self._committed = -1
 
     @property
     def name(self) -> str:
@@ -90,3 +197,14 @@ class NoMemory:
     def stats(self) -> dict[str, int]:
         """No items."""
         return {}
+
+    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
+        """Nothing to learn; the round is remembered only for this process."""
+        self._committed = round_index
+
+    def committed_round(self) -> int:
+        """The round committed in this process (``none`` has no store; run folders keep its snapshots)."""
+        return self._committed
+
+    def close(self) -> None:
+        """Nothing to release."""

@@ -11,7 +11,9 @@ Ablations (the paper's factorial table): granularity ``action | subgoal | task``
 
 from __future__ import annotations
 
+import json
 import logging
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Literal
 
@@ -19,7 +21,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from guimem.embeddings import cosine
-from guimem.memory.base import LearnReport, RecallQuery
+from guimem.memory.base import LearnReport, RecallQuery, RoundBuffer, RoundLog
 from guimem.memory.generalise import state_text
 from guimem.memory.kit import MemoryKit
 from guimem.memory.subgoals import (
@@ -62,6 +64,7 @@ class GraphSettings(BaseModel):
     flat_k: int = 5
     max_edges: int = 12
     extractor: Literal["offline", "llm"] = "offline"
+    exclude_source_task: bool = False
 
 
 class NodeBody(BaseModel):
@@ -118,6 +121,8 @@ class GraphMemory:
         self._edge_sources: VectorIndex = create_index(kit.vector_index, kit.embedder.dim)
         self._edges: dict[str, EdgeBody] = {}
         self._out: dict[str, list[str]] = {}
+        self.rounds = RoundLog(kit.store, kit.namespace)
+        self.buffer = RoundBuffer()
         self._load()
 
     @property
@@ -161,6 +166,10 @@ class GraphMemory:
         return None
 
     def learn(self, trajectory: Trajectory) -> LearnReport:
+        """Keep the episode; its subgoals become edges at the round boundary."""
+        return self.buffer.add(trajectory)
+
+    def _apply(self, trajectory: Trajectory) -> LearnReport:
         """Add the trajectory's subgoals as edges (one transaction: all or nothing)."""
         report = LearnReport()
         segments = self.segmenter.segment(trajectory)
@@ -181,7 +190,7 @@ class GraphMemory:
                 self.kit.store.put(Record(edge_id, "edge", self.kit.namespace, "active", body.model_dump_json(),
                                           pack_vector(before_vec)),
                                    EventDraft("created", edge_id, self.kit.namespace,
-                                              f'{{"kind": "edge", "episode": "{trajectory.episode_id}"}}'))
+                                              json.dumps({"kind": "edge", "episode": trajectory.episode_id})))
                 self._index_edge(edge_id, body, before_vec)
                 report.added += 1
         return report
@@ -199,18 +208,26 @@ class GraphMemory:
             return Injection(method=self.name)
         vec = self.kit.embed_state(query.observation, query.task)
         if self.settings.structure is Structure.FLAT:
-            hits = self._edge_sources.search(vec, self.settings.flat_k)
-            items = [self._edge_item(h.id, h.score) for h in hits]
+            hits = self._edge_sources.search(vec, self.settings.flat_k + (len(self._edges)
+                                                                         if self.settings.exclude_source_task else 0))
+            items = [self._edge_item(h.id, h.score) for h in hits
+                     if self._recallable(h.id, query.task)][: self.settings.flat_k]
         else:
             nearest = self._nodes.search(vec, 1)
             if not nearest:
                 return Injection(method=self.name)
-            edge_ids = self._out.get(nearest[0].id, [])[-self.settings.max_edges:]
-            items = [self._edge_item(e, nearest[0].score) for e in edge_ids]
+            edge_ids = [e for e in self._out.get(nearest[0].id, []) if self._recallable(e, query.task)]
+            items = [self._edge_item(e, nearest[0].score) for e in edge_ids[-self.settings.max_edges:]]
         return self.kit.injection(self.name, "Memory of this screen (what was tried from here before):", items)
 
+    def _recallable(self, edge_id: str, task: Task) -> bool:
+        return not (self.settings.exclude_source_task and self._edges[edge_id].task == task.id)
+
     def end_round(self) -> None:
-        """The graph is consolidated as it learns; nothing to do at the boundary."""
+        """Add the round's episodes to the graph, in the order they were learned."""
+        with self.kit.store.transaction():
+            for trajectory in self.buffer.drain():
+                self._apply(trajectory)
 
     def stats(self) -> dict[str, int]:
         """Nodes and edges by success label."""
@@ -218,3 +235,15 @@ class GraphMemory:
         for edge in self._edges.values():
             out[f"edges_{edge.success}"] = out.get(f"edges_{edge.success}", 0) + 1
         return out
+
+    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
+        """Learn the round's episodes, consolidate and mark the round, in one transaction."""
+        self.rounds.commit(self, round_index, trajectories)
+
+    def committed_round(self) -> int:
+        """The last committed round (-1 when none)."""
+        return self.rounds.committed()
+
+    def close(self) -> None:
+        """Close the store (idempotent)."""
+        self.rounds.close()

@@ -16,10 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from guimem.embeddings import CachedEmbedder, create_embedder
 from guimem.envs.base import Env
 from guimem.errors import ConfigError, DataError, FileConflictError, NotFoundError
-from guimem.memory.base import Memory, RecallQuery
+from guimem.memory.base import Curator, Memory, RecallQuery
 from guimem.memory.factory import METHODS, MemorySpec, create_memory
 from guimem.memory.kit import MemoryKit
-from guimem.memory.steer.items import ItemStatus
 from guimem.service.models import (
     EventView,
     ItemDetail,
@@ -95,7 +94,8 @@ class MemoryService:
                               suggestion="use the same GUIMEM_EMBEDDER__NAME, or a new store")
 
     def close(self) -> None:
-        """Close the store."""
+        """Close the memory and its store (idempotent)."""
+        self.memory.close()
         self.store.close()
 
     def recall(self, request: RecallRequest) -> RecallReply:
@@ -116,6 +116,7 @@ class MemoryService:
                 reply.added += r.added
                 reply.merged += r.merged
                 reply.dropped += r.dropped
+                reply.queued += r.queued
         return reply
 
     def learn_file(self, path: Path) -> LearnReply:
@@ -169,12 +170,11 @@ class MemoryService:
 
     def set_status(self, item_id: str, status: str, reason: str) -> ItemSummary:
         """Manual curation (``admitted`` or ``retired``), checked and logged as an event."""
-        set_status = getattr(self.memory, "set_status", None)
-        if set_status is None:
+        if not isinstance(self.memory, Curator):
             raise ConfigError(f"{self.memory.name} items have no admission lifecycle",
                               suggestion="curation applies to steer and stack memories")
         with self._lock, self.store.transaction():
-            set_status(item_id, ItemStatus(status), reason)
+            self.memory.set_status(item_id, status, reason)
         rec = self._record(item_id)
         return ItemSummary(id=rec.id, kind=rec.kind, status=rec.status, version=rec.version,
                            summary=_summary(rec.kind, json.loads(rec.body)))

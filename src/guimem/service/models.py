@@ -29,12 +29,14 @@ class RecallReply(BaseModel):
 
 
 class LearnReply(BaseModel):
-    """What learning did."""
+    """What learning did (``queued``: episodes kept for the next round boundary, as every method's
+    contract says: what is learned is recalled after ``end_round``)."""
 
     episodes: int
     added: int
     merged: int
     dropped: int
+    queued: int = 0
 
 
 class ItemSummary(BaseModel):

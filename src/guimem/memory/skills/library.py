@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import numpy as np
@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from guimem.embeddings import EmbedRole
 from guimem.envs.base import Env, Transition
-from guimem.memory.base import LearnReport, RecallQuery
+from guimem.memory.base import LearnReport, RecallQuery, RoundBuffer, RoundLog
 from guimem.memory.kit import MemoryKit
 from guimem.memory.skills.induce import WINDOW_LENGTHS, SkillSource, induce
 from guimem.memory.skills.program import SkillProgram, execute
@@ -53,6 +53,7 @@ class SkillSettings(BaseModel):
     lengths: tuple[int, ...] = WINDOW_LENGTHS
     verify: bool = True
     recall_unverified: bool = False
+    exclude_source_task: bool = False
 
 
 class SkillBody(BaseModel):
@@ -100,6 +101,8 @@ class SkillMemory:
         self._by_key: dict[str, str] = {}
         self._vectors: dict[str, NDArray[np.float32]] = {}
         self._shown: dict[str, int] = {}
+        self.rounds = RoundLog(kit.store, kit.namespace)
+        self.buffer = RoundBuffer()
         for rec in kit.store.query(kit.namespace, "skill"):
             self._remember(rec.id, SkillBody.model_validate_json(rec.body), rec.status, rec.vector_array())
 
@@ -129,6 +132,10 @@ class SkillMemory:
         return ("verified" if verdict.ok else "rejected"), verdict.reason
 
     def learn(self, trajectory: Trajectory) -> LearnReport:
+        """Keep the episode; its skills are induced at the round boundary."""
+        return self.buffer.add(trajectory)
+
+    def _apply(self, trajectory: Trajectory) -> LearnReport:
         """Induce skills from a successful trajectory; merge identical programs; verify new ones."""
         report = LearnReport()
         for cand in induce(trajectory, self.settings.lengths):
@@ -165,7 +172,13 @@ class SkillMemory:
         g = self.kit.embed_text(query.task.goal)
         alpha = self.settings.alpha
         combined = (alpha * s + (1 - alpha) * g).astype(np.float32)
-        pool = self._index.search(combined, max(3 * self.settings.k, self.settings.pool_min))
+        pool = self._index.search(combined, max(3 * self.settings.k, self.settings.pool_min) + (
+            len(self._index) if self.settings.exclude_source_task else 0))
+        if self.settings.exclude_source_task:
+            pool = [h for h in pool if self._bodies[h.id].source.task != query.task.id]
+            pool = pool[: max(3 * self.settings.k, self.settings.pool_min)]
+            if not pool:
+                return Injection(method=self.name)
         vectors = np.stack([self._vectors[h.id] for h in pool])
         scores = np.array([h.score for h in pool], dtype=np.float32)
         picked = mmr(scores, vectors, self.settings.k, self.settings.mmr_lambda)
@@ -204,8 +217,10 @@ class SkillMemory:
                 "failures": len(runs) - ok}
 
     def end_round(self) -> None:
-        """Flush how often each skill was shown this round to the event log."""
+        """Induce skills from the round's episodes, then log how often each skill was shown this round."""
         with self.kit.store.transaction():
+            for trajectory in self.buffer.drain():
+                self._apply(trajectory)
             for skill_id, count in sorted(self._shown.items()):
                 self.kit.store.append_event(EventDraft("shown", skill_id, self.kit.namespace,
                                                        json.dumps({"count": count})))
@@ -217,3 +232,15 @@ class SkillMemory:
         for _, _, status in self._skills.values():
             out[status] = out.get(status, 0) + 1
         return out
+
+    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
+        """Learn the round's episodes, consolidate and mark the round, in one transaction."""
+        self.rounds.commit(self, round_index, trajectories)
+
+    def committed_round(self) -> int:
+        """The last committed round (-1 when none)."""
+        return self.rounds.committed()
+
+    def close(self) -> None:
+        """Close the store (idempotent)."""
+        self.rounds.close()

@@ -7,12 +7,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
 
 from guimem.embeddings import EmbedRole
-from guimem.memory.base import LearnReport, RecallQuery
+from guimem.memory.base import LearnReport, RecallQuery, RoundBuffer, RoundLog
 from guimem.memory.generalise import state_text
 from guimem.memory.kit import MemoryKit
 from guimem.memory.steer.items import KnowledgeItem
@@ -42,6 +43,8 @@ class AppendAllMemory:
         self.contract = CachedContracts(parser)
         self._items: dict[str, KnowledgeItem] = {}
         self._index: VectorIndex = create_index(kit.vector_index, kit.embedder.dim)
+        self.rounds = RoundLog(kit.store, kit.namespace)
+        self.buffer = RoundBuffer()
         for rec in kit.store.query(kit.namespace, "knowledge"):
             self._items[rec.id] = KnowledgeItem.model_validate_json(rec.body)
             vec = rec.vector_array()
@@ -54,6 +57,10 @@ class AppendAllMemory:
         return f"append_all_{self.variant}"
 
     def learn(self, trajectory: Trajectory) -> LearnReport:
+        """Keep the episode; its proposals are stored at the round boundary."""
+        return self.buffer.add(trajectory)
+
+    def _apply(self, trajectory: Trajectory) -> LearnReport:
         """Store every proposal as it comes (duplicates included)."""
         proposals = self.proposer.propose(trajectory, 0)
         with self.kit.store.transaction():
@@ -85,8 +92,23 @@ class AppendAllMemory:
         return self.kit.injection(self.name, "Knowledge from earlier episodes:", items)
 
     def end_round(self) -> None:
-        """Nothing is consolidated: that is the point of the baseline."""
+        """Store the round's proposals; nothing is consolidated: that is the point of the baseline."""
+        with self.kit.store.transaction():
+            for trajectory in self.buffer.drain():
+                self._apply(trajectory)
 
     def stats(self) -> dict[str, int]:
         """Items kept."""
         return {"active": len(self._items)}
+
+    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
+        """Learn the round's episodes, consolidate and mark the round, in one transaction."""
+        self.rounds.commit(self, round_index, trajectories)
+
+    def committed_round(self) -> int:
+        """The last committed round (-1 when none)."""
+        return self.rounds.committed()
+
+    def close(self) -> None:
+        """Close the store (idempotent)."""
+        self.rounds.close()

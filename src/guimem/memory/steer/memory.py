@@ -10,12 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from guimem.errors import ConfigError, NotFoundError
-from guimem.memory.base import LearnReport, RecallQuery
+from guimem.errors import ConfigError, DataError, NotFoundError
+from guimem.memory.base import LearnReport, RecallQuery, RoundLog
 from guimem.memory.generalise import state_text
 from guimem.memory.kit import MemoryKit
 from guimem.memory.steer.contract import (
@@ -117,12 +118,25 @@ class SteerMemory:
         self._items: dict[str, tuple[KnowledgeItem, ItemStatus]] = {}
         self._proposals: list[KnowledgeItem] = []
         self._evidence: dict[str, list[TrialRecord]] = {}
+        self.rounds = RoundLog(kit.store, kit.namespace)
         self._load()
 
     @property
     def name(self) -> str:
         """``steer``."""
         return "steer"
+
+    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
+        """Learn the round's episodes, consolidate and mark the round, in one transaction."""
+        self.rounds.commit(self, round_index, trajectories)
+
+    def committed_round(self) -> int:
+        """The last committed round (-1 when none)."""
+        return self.rounds.committed()
+
+    def close(self) -> None:
+        """Close the store (idempotent)."""
+        self.rounds.close()
 
     def _load(self) -> None:
         self._items = {rec.id: (KnowledgeItem.model_validate_json(rec.body), ItemStatus(rec.status))
@@ -229,8 +243,13 @@ class SteerMemory:
             self.kit.store.meta_set(f"{self.kit.namespace}.round", str(self.round))
         self._load()
 
-    def set_status(self, item_id: str, target: ItemStatus, reason: str) -> None:
+    def set_status(self, item_id: str, status: str, reason: str) -> None:
         """Manual curation (admit/retire), checked against the transition table and logged."""
+        try:
+            target = ItemStatus(status)
+        except ValueError:
+            raise DataError(f"unknown status {status!r}", field="status",
+                            suggestion=f"one of {', '.join(s.value for s in ItemStatus)}") from None
         if item_id not in self._items:
             raise NotFoundError("knowledge item", item_id)
         item, status = self._items[item_id]
