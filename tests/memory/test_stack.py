@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from guimem.memory.factory import MemorySpec
+from guimem.memory.settings import MemorySpec
 from guimem.memory.stack import StackMemory
 from guimem.memory.steer.items import ItemStatus
 from guimem.memory.steer.trials import assign

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from guimem.agents.base import Decision, Policy, PolicyInput
 from guimem.agents.prompting import render_screen, template
 from guimem.errors import LLMResponseError
-from guimem.llm import ChatMessage, LLMClient, image_part, text_message, validate_reply
+from guimem.llm import ChatMessage, LLMClient, create_llm, image_part, text_message, validate_reply
 from guimem.llm.base import ContentPart
 from guimem.settings import GuimemSettings
 from guimem.tokens import TiktokenCounter, TokenCounter
@@ -86,10 +86,8 @@ class LLMPolicy:
     @classmethod
     def from_settings(cls, settings: GuimemSettings, seed: int = 0, context: str = "react",
                       screenshots: bool = False, **_: object) -> Policy:
-        """Build with the configured OpenAI-compatible endpoint (``conact`` uses the five-part protocol)."""
-        from guimem.llm.openai import OpenAIChatClient
-
-        client = OpenAIChatClient(settings.llm)
+        """Build with the configured model from the registry (``conact`` uses the five-part protocol)."""
+        client = create_llm(settings.llm)
         counter = TiktokenCounter(settings.token_encoding)
         if context == "conact":
             from guimem.agents.conact import ConActContext, ConActPolicy

@@ -22,7 +22,8 @@ from guimem.harness.metrics import Summary, summarise
 from guimem.harness.processes import stop_descendants
 from guimem.harness.report import pass_table, write_report
 from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir, judged
-from guimem.memory.factory import METHODS, MemorySpec
+from guimem.memory.factory import METHODS, check_method
+from guimem.memory.settings import MemorySpec
 from guimem.tasks import load_suite
 
 
@@ -33,21 +34,18 @@ def _spec(st: CliState, env: str, suite: str, rounds: int, methods: str, policy:
         raise ConfigError(f"--methods {methods!r} names no method",
                           suggestion=f"give a comma-separated list of {', '.join(METHODS)}")
     for m in chosen:
-        if m not in METHODS:
-            import difflib
-
-            close = difflib.get_close_matches(m, METHODS, n=2)
-            raise ConfigError(f"unknown method {m!r}", suggestion=f"did you mean {close[0]!r}?" if close
-                              else f"methods: {', '.join(METHODS)}")
+        check_method(m)
     suite_obj = load_suite(suite)
     if env == "miniwob":
         from guimem.envs.miniwob import available_tasks
 
         suite_obj.check_tasks(available_tasks())
     embedder = create_embedder(st.settings.embedder).name
-    llm = f"{st.settings.llm.model}@{st.settings.llm.base_url}" if policy == "llm" else None
+    uses_model = policy == "llm" or st.settings.extractor == "llm"
+    llm = f"{st.settings.llm.model}@{st.settings.llm.base_url}" if uses_model else None
     return EvalSpec(env=env, suite=suite_obj, rounds=rounds, methods=methods_of(chosen), policy=policy,
-                    context=context, memory=MemorySpec(exclude_source_task=exclude_source_task), embedder=embedder,
+                    context=context, memory=MemorySpec(exclude_source_task=exclude_source_task,
+                                                       extractor=st.settings.extractor), embedder=embedder,
                     llm=llm, token_encoding=st.settings.token_encoding, workers=workers, backend=backend)
 
 

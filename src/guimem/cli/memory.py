@@ -13,6 +13,7 @@ from rich.table import Table
 
 from guimem.cli.output import CliState, emit_json, fail, state
 from guimem.errors import ConfigError, DataError, GuimemError
+from guimem.memory.settings import MemorySpec
 from guimem.service.core import MemoryService, ServiceSettings
 from guimem.service.models import RecallRequest
 from guimem.types import Observation
@@ -39,7 +40,8 @@ def _service(ctx: typer.Context, store: str, method: str, verify: bool = False,
             return env_holder[0]
 
     try:
-        service = MemoryService(ServiceSettings(store=store, method=method, create=create), st.settings,
+        service = MemoryService(ServiceSettings(store=store, method=method, create=create,
+                                                spec=MemorySpec(extractor=st.settings.extractor)), st.settings,
                                 env_factory=factory)  # type: ignore[arg-type]
     except GuimemError as exc:
         raise fail(ctx, exc) from None

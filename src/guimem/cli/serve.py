@@ -9,6 +9,7 @@ import typer
 
 from guimem.cli.output import fail, state
 from guimem.errors import ConfigError, GuimemError
+from guimem.memory.settings import MemorySpec
 from guimem.service.core import MemoryService, ServiceSettings
 from guimem.service.guard import is_loopback_host
 
@@ -65,8 +66,8 @@ def serve(
     if (http is None) == (mcp is None):
         raise fail(ctx, ConfigError("give exactly one of --http HOST:PORT or --mcp stdio"))
     try:
-        service = MemoryService(ServiceSettings(store=store, method=method, data_dir=data_dir or st.settings.data_dir),
-                                st.settings)
+        service = MemoryService(ServiceSettings(store=store, method=method, data_dir=data_dir or st.settings.data_dir,
+                                                spec=MemorySpec(extractor=st.settings.extractor)), st.settings)
     except GuimemError as exc:
         raise fail(ctx, exc) from None
     try:

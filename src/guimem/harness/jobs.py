@@ -12,13 +12,11 @@ from guimem.envs.base import Env
 from guimem.harness.episode import EpisodeSettings, run_episode
 from guimem.harness.factory import make_env, make_policy
 from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir
+from guimem.llm import create_llm
 from guimem.memory.base import Memory, SkillRunner
-from guimem.memory.factory import create_memory
-from guimem.memory.kit import MemoryKit
+from guimem.memory.factory import open_memory
 from guimem.settings import GuimemSettings
-from guimem.storage.sqlite import SQLiteStore
 from guimem.tasks import SuiteEntry
-from guimem.tokens import TiktokenCounter
 from guimem.types import InfraComponent, Preflight, Trajectory
 
 
@@ -97,10 +95,8 @@ class Workbench:
             return cached[1]
         if cached is not None:
             cached[1].close()
-        store = SQLiteStore(self.run_dir.store_file(method))
-        kit = MemoryKit(store=store, embedder=self.embedder, counter=TiktokenCounter(self.spec.token_encoding),
-                        namespace=method, vector_index=self.settings.vector_index)
-        memory = create_memory(method, kit, self.spec.memory, self.env_factory())
+        memory = open_memory(method, str(self.run_dir.store_file(method)), self.settings, spec=self.spec.memory,
+                             namespace=_namespace(method), embedder=self.embedder, env_factory=self.env_factory())
         self._memories[method] = (round_index, memory)
         return memory
 
@@ -111,7 +107,10 @@ class Workbench:
             GuimemError: A part cannot work (browser missing, model endpoint down), with the fix.
         """
         checked = []
-        for part in (self.env, self.policy):
+        parts: list[object] = [self.env, self.policy]
+        if self.spec.memory.extractor == "llm":  # memory's extractors ask the model too
+            parts.append(create_llm(self.settings.llm))
+        for part in parts:
             if isinstance(part, Preflight):
                 checked.append(part.preflight())
         return checked
@@ -140,3 +139,8 @@ class Workbench:
             memory.close()
         self._memories.clear()
         self.close_env()
+
+
+def _namespace(method: str) -> str:
+    """A method's namespace in its run store (an import-path method gets its class name)."""
+    return method.rsplit(":", 1)[-1].rsplit(".", 1)[-1].lower() if ":" in method else method

@@ -18,7 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field, ValidationError
 
 from guimem.errors import ConfigError, DataError
-from guimem.memory.factory import MemorySpec
+from guimem.memory.settings import MemorySpec
 from guimem.tasks import Suite
 from guimem.types import InfraFailure, Trajectory, append_trajectory, iter_trajectories
 
@@ -134,8 +134,8 @@ class RunDir:
         return self.path / "traces" / method / f"round-{round_index}.jsonl"
 
     def store_file(self, method: str) -> Path:
-        """The memory store of one method."""
-        return self.path / "memory" / f"{method}.sqlite"
+        """The memory store of one method (an import-path method is named by its path)."""
+        return self.path / "memory" / f"{method.replace(':', '.')}.sqlite"
 
     def snapshot_file(self, method: str, round_index: int) -> Path:
         """Memory stats after one round's boundary."""

@@ -9,6 +9,9 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
+from guimem.registry import Registry, default_registry
+from guimem.settings import LLMSettings
+
 
 class ContentPart(BaseModel):
     """One part of a multimodal message: text, or an image as a data URL."""
@@ -83,3 +86,9 @@ def image_part(path: Path | str) -> ContentPart:
     mime = mimetypes.guess_type(p.name)[0] or "image/png"
     data = base64.b64encode(p.read_bytes()).decode()
     return ContentPart(type="image_url", image_url={"url": f"data:{mime};base64,{data}"})
+
+
+def create_llm(settings: LLMSettings, registry: Registry | None = None) -> LLMClient:
+    """The configured chat model (``GUIMEM_LLM__BACKEND``, default ``openai``), through the registry."""
+    client: LLMClient = (registry or default_registry()).create("llm", settings.backend, settings=settings)
+    return client

@@ -18,11 +18,12 @@ from numpy.typing import NDArray
 
 from guimem.embeddings import EmbedRole, cosine
 from guimem.envs.base import Env, Transition
+from guimem.llm import LLMClient
 from guimem.memory.base import RecallQuery
-from guimem.memory.factory import MemorySpec
 from guimem.memory.generalise import state_text, template_key
 from guimem.memory.graph import tau_for
 from guimem.memory.kit import MemoryKit
+from guimem.memory.settings import MemorySpec
 from guimem.memory.skills.induce import induce
 from guimem.memory.skills.library import mmr
 from guimem.memory.skills.program import execute
@@ -32,7 +33,14 @@ from guimem.memory.steer.items import UNDER_TEST, Applicability, ItemStatus, Kno
 from guimem.memory.steer.memory import SteerMemory, compatible, item_view
 from guimem.memory.steer.propose import Proposer
 from guimem.memory.steer.trials import assign
-from guimem.memory.subgoals import OfflineAnnotator, OfflineSegmenter
+from guimem.memory.subgoals import (
+    Annotator,
+    LLMAnnotator,
+    LLMSegmenter,
+    OfflineAnnotator,
+    OfflineSegmenter,
+    Segmenter,
+)
 from guimem.storage.base import EventDraft
 from guimem.types import (
     Action,
@@ -52,11 +60,13 @@ KIND_CAPS = {"procedure": 1, "warning": 1, "skill": 2, "edge": 2}
 class StackProposer:
     """STEER proposals plus successful subgoal edges plus the longest verified skill window."""
 
-    def __init__(self, base: Proposer, parser: ContractParser, env_factory: Callable[[], Env] | None) -> None:
+    def __init__(self, base: Proposer, parser: ContractParser, env_factory: Callable[[], Env] | None,
+                 llm: LLMClient | None = None) -> None:
         self.base = base
         self.parser = parser
         self.env_factory = env_factory
-        self.segmenter, self.annotator = OfflineSegmenter(), OfflineAnnotator()
+        self.segmenter: Segmenter = LLMSegmenter(llm) if llm is not None else OfflineSegmenter()
+        self.annotator: Annotator = LLMAnnotator(llm) if llm is not None else OfflineAnnotator()
 
     def propose(self, traj: Trajectory, round_index: int) -> list[KnowledgeItem]:
         """All proposals of one episode."""
@@ -112,8 +122,10 @@ class StackMemory(SteerMemory):
     def __init__(self, kit: MemoryKit, spec: MemorySpec | None = None,
                  env_factory: Callable[[], Env] | None = None) -> None:
         self.spec = spec or MemorySpec()
-        super().__init__(kit, self.spec.steer.model_copy(update={"exclude_source_task": self.spec.exclude_source_task}))
-        self.proposer = StackProposer(self.proposer, self.contract.parser, env_factory)
+        super().__init__(kit, self.spec.steer.model_copy(update={"exclude_source_task": self.spec.exclude_source_task,
+                                                                  "extractor": self.spec.extractor}))
+        self.proposer = StackProposer(self.proposer, self.contract.parser, env_factory,
+                                      kit.llm if self.spec.extractor == "llm" else None)
         self.tau = tau_for(kit.embedder.name)
         self._vectors: dict[str, NDArray[np.float32]] = {}
 

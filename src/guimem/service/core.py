@@ -17,8 +17,8 @@ from guimem.embeddings import CachedEmbedder, create_embedder
 from guimem.envs.base import Env
 from guimem.errors import ConfigError, DataError, FileConflictError, NotFoundError
 from guimem.memory.base import Curator, Memory, RecallQuery
-from guimem.memory.factory import METHODS, MemorySpec, create_memory
-from guimem.memory.kit import MemoryKit
+from guimem.memory.factory import check_method, open_memory
+from guimem.memory.settings import MemorySpec
 from guimem.service.models import (
     EventView,
     ItemDetail,
@@ -32,7 +32,6 @@ from guimem.service.models import (
 from guimem.settings import GuimemSettings
 from guimem.storage import Record, Store, create_store
 from guimem.storage.base import EventDraft
-from guimem.tokens import TiktokenCounter
 from guimem.types import Task, Trajectory, read_trajectories
 
 EXPORT_VERSION = 1
@@ -70,28 +69,23 @@ class MemoryService:
 
     def __init__(self, settings: ServiceSettings, process: GuimemSettings | None = None,
                  env_factory: Callable[[], Env] | None = None, embedder: CachedEmbedder | None = None) -> None:
-        if settings.method not in METHODS:
-            raise ConfigError(f"unknown method {settings.method!r}", suggestion=f"methods: {', '.join(METHODS)}")
+        check_method(settings.method)
         self.settings = settings
         self.process = process or GuimemSettings()
         self.namespace = settings.namespace or settings.method
         self.store: Store = create_store(settings.store, create=settings.create)
         self._embedder = embedder or create_embedder(self.process.embedder)
-        self._check_embedder()
-        self.kit = MemoryKit(store=self.store, embedder=self._embedder,
-                             counter=TiktokenCounter(self.process.token_encoding), namespace=self.namespace,
-                             vector_index=self.process.vector_index)
-        self.memory: Memory = create_memory(settings.method, self.kit, settings.spec, env_factory)
+        self._env_factory = env_factory
+        try:
+            self.memory: Memory = self._open()
+        except BaseException:
+            self.store.close()
+            raise
         self._lock = threading.RLock()
 
-    def _check_embedder(self) -> None:
-        key = f"{self.namespace}.embedder"
-        have = self.store.meta_get(key)
-        if have is None:
-            self.store.meta_set(key, self._embedder.name)
-        elif have != self._embedder.name:
-            raise ConfigError(f"this memory was built with embedder {have!r}, not {self._embedder.name!r}",
-                              suggestion="use the same GUIMEM_EMBEDDER__NAME, or a new store")
+    def _open(self) -> Memory:
+        return open_memory(self.settings.method, self.store, self.process, spec=self.settings.spec,
+                           namespace=self.namespace, embedder=self._embedder, env_factory=self._env_factory)
 
     def close(self) -> None:
         """Close the memory and its store (idempotent)."""
@@ -268,7 +262,7 @@ class MemoryService:
     def _reopen(self, source: Path) -> Memory:
         """The memory rebuilt from the store; items that do not load as this method fail the import (rolled back)."""
         try:
-            return create_memory(self.settings.method, self.kit, self.settings.spec)
+            return self._open()
         except (ValidationError, KeyError, TypeError, ValueError) as exc:
             raise DataError(f"the imported items do not load as a {self.settings.method} memory: "
                             f"{str(exc).splitlines()[0][:200]}", path=str(source)) from None

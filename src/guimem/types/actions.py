@@ -177,6 +177,7 @@ class ActionErrorCode(StrEnum):
     INVALID_ACTION = "invalid_action"
     UNSUPPORTED = "unsupported"
     ENV_REJECTED = "env_rejected"
+    MODEL_ERROR = "model_error"
     PARSE_ERROR = "parse_error"
     SKILL_FAILED = "skill_failed"
     MEMORY_ERROR = "memory_error"
