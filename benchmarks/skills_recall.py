@@ -21,9 +21,10 @@ from guimem.embeddings.e5 import E5Embedder
 from guimem.memory.base import RecallQuery
 from guimem.memory.generalise import state_text
 from guimem.memory.kit import MemoryKit
+from guimem.memory.program import SkillProgram
+from guimem.memory.ranking import mmr
 from guimem.memory.skills.induce import SkillSource
-from guimem.memory.skills.library import SkillBody, SkillMemory, mmr
-from guimem.memory.skills.program import SkillProgram
+from guimem.memory.skills.library import SkillBody, SkillMemory
 from guimem.storage import Record
 from guimem.storage.base import pack_vector
 from guimem.storage.sqlite import SQLiteStore

@@ -12,8 +12,8 @@ from guimem.harness.episode import run_episode
 from guimem.memory.base import RecallQuery
 from guimem.memory.graph import GraphMemory
 from guimem.memory.kit import MemoryKit
+from guimem.memory.program import execute
 from guimem.memory.skills.induce import induce
-from guimem.memory.skills.program import execute
 from guimem.memory.skills.verify import verify
 from guimem.storage.sqlite import SQLiteStore
 from guimem.tokens import TiktokenCounter

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from guimem.errors import LifecycleError
 from guimem.memory.base import RecallQuery
-from guimem.memory.steer.baselines import AppendAllMemory
+from guimem.memory.baselines import AppendAllMemory
 from guimem.memory.steer.contract import OfflineContractParser, conflicts
 from guimem.memory.steer.items import ALLOWED, Evidence, ItemStatus, TrialRecord, check_transition
 from guimem.memory.steer.memory import SteerMemory, SteerSettings

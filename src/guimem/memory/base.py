@@ -173,9 +173,14 @@ class RoundBuffer:
 
 
 class NoMemory:
-    """The ``none`` baseline: shows nothing, learns nothing. Always run as the control."""
+    """The ``none`` baseline: shows nothing, learns nothing. Always run as the control.
 
-    def __init__(self) -> None:
+    Args:
+        rounds: Where its round boundaries are recorded (a store), so a resumed run knows them.
+    """
+
+    def __init__(self, rounds: RoundLog | None = None) -> None:
+        self.rounds = rounds
         self._committed = -1
 
     @property
@@ -199,12 +204,16 @@ class NoMemory:
         return {}
 
     def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
-        """Nothing to learn; the round is remembered only for this process."""
+        """Nothing to learn; the round is marked (in the store, when there is one)."""
+        if self.rounds is not None:
+            self.rounds.commit(self, round_index, trajectories)
         self._committed = round_index
 
     def committed_round(self) -> int:
-        """The round committed in this process (``none`` has no store; run folders keep its snapshots)."""
-        return self._committed
+        """The last committed round (-1 when none)."""
+        return self.rounds.committed() if self.rounds is not None else self._committed
 
     def close(self) -> None:
-        """Nothing to release."""
+        """Release the store, if any (idempotent)."""
+        if self.rounds is not None:
+            self.rounds.close()

@@ -38,9 +38,9 @@ def check_method(name: str, registry: Registry | None = None) -> str:
 
 def build_none(kit: MemoryKit, spec: MemorySpec, env_factory: EnvFactory | None) -> Memory:
     """The ``none`` control."""
-    from guimem.memory.base import NoMemory
+    from guimem.memory.base import NoMemory, RoundLog
 
-    return NoMemory()
+    return NoMemory(RoundLog(kit.store, kit.namespace))
 
 
 def build_graph(kit: MemoryKit, spec: MemorySpec, env_factory: EnvFactory | None) -> Memory:
@@ -68,7 +68,7 @@ def build_steer(kit: MemoryKit, spec: MemorySpec, env_factory: EnvFactory | None
 
 
 def _append_all(variant: str, kit: MemoryKit, spec: MemorySpec) -> Memory:
-    from guimem.memory.steer.baselines import AppendAllMemory
+    from guimem.memory.baselines import AppendAllMemory
 
     return AppendAllMemory(kit, variant, spec.append_all_k, spec.extractor,  # type: ignore[arg-type]
                            spec.exclude_source_task)

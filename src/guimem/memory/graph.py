@@ -24,6 +24,7 @@ from guimem.embeddings import cosine
 from guimem.memory.base import LearnReport, RecallQuery, RoundBuffer, RoundLog
 from guimem.memory.generalise import state_text
 from guimem.memory.kit import MemoryKit
+from guimem.memory.ranking import tau_for
 from guimem.memory.subgoals import (
     Annotation,
     Annotator,
@@ -40,12 +41,6 @@ from guimem.types import Behaviour, InjectedItem, Injection, ItemKind, Observati
 from guimem.vectors import VectorIndex, create_index
 
 log = logging.getLogger(__name__)
-
-# Merge thresholds chosen per embedder by benchmarks/calibrate_tau.py on recorded MiniWoB++ screens
-# (best F1, ties to the higher τ); the table and the procedure are in docs/calibration.md. An
-# embedder without a calibration falls back to the paper's 0.9 — calibrate it before relying on it.
-CALIBRATED_TAU = {"e5": 0.996, "hashing": 0.97}
-
 
 class Structure(StrEnum):
     """Graph (nearest node, all its edges) or flat (top-k edges by source-screen similarity)."""
@@ -88,11 +83,6 @@ class EdgeBody(BaseModel):
     task: str
     episode_id: str
     granularity: Granularity = Granularity.SUBGOAL
-
-
-def tau_for(embedder_name: str) -> float:
-    """The calibrated merge threshold for an embedder (by backend prefix)."""
-    return CALIBRATED_TAU.get(embedder_name.split(":", 1)[0], 0.9)
 
 
 class GraphMemory:

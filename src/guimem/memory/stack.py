@@ -21,12 +21,11 @@ from guimem.envs.base import Env, Transition
 from guimem.llm import LLMClient
 from guimem.memory.base import RecallQuery
 from guimem.memory.generalise import state_text, template_key
-from guimem.memory.graph import tau_for
 from guimem.memory.kit import MemoryKit
+from guimem.memory.program import execute
+from guimem.memory.ranking import mmr, tau_for
 from guimem.memory.settings import MemorySpec
 from guimem.memory.skills.induce import induce
-from guimem.memory.skills.library import mmr
-from guimem.memory.skills.program import execute
 from guimem.memory.skills.verify import verify
 from guimem.memory.steer.contract import ContractParser
 from guimem.memory.steer.items import UNDER_TEST, Applicability, ItemStatus, KnowledgeItem, Provenance, Scope

@@ -149,7 +149,7 @@ class MemoryService:
         body = json.loads(rec.body)
         code = None
         if rec.kind == "skill" or body.get("program"):
-            from guimem.memory.skills.program import SkillProgram
+            from guimem.memory.program import SkillProgram
 
             code = SkillProgram.model_validate(body["program"]).render(str(body.get("name", "skill")),
                                                                        str(body.get("description", ""))[:200])

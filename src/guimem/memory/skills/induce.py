@@ -15,7 +15,7 @@ from guimem.memory.generalise import (
     state_text,
     template_key,
 )
-from guimem.memory.skills.program import SkillProgram
+from guimem.memory.program import SkillProgram
 from guimem.types import Action, Trajectory, mask_text
 
 WINDOW_LENGTHS = (2, 3, 4, 5)

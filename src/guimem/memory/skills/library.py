@@ -20,8 +20,9 @@ from guimem.embeddings import EmbedRole
 from guimem.envs.base import Env, Transition
 from guimem.memory.base import LearnReport, RecallQuery, RoundBuffer, RoundLog
 from guimem.memory.kit import MemoryKit
+from guimem.memory.program import SkillProgram, execute
+from guimem.memory.ranking import mmr
 from guimem.memory.skills.induce import WINDOW_LENGTHS, SkillSource, induce
-from guimem.memory.skills.program import SkillProgram, execute
 from guimem.memory.skills.verify import verify
 from guimem.storage import Record, new_id
 from guimem.storage.base import EventDraft, pack_vector
@@ -66,19 +67,6 @@ class SkillBody(BaseModel):
     key: str
     support: int = 1
     verdict: str = ""
-
-
-def mmr(query_scores: NDArray[np.float32], vectors: NDArray[np.float32], k: int, lam: float) -> list[int]:
-    """Maximal marginal relevance: indices of ``k`` items balancing relevance and novelty."""
-    chosen: list[int] = []
-    rest = list(range(len(query_scores)))
-    sims = vectors @ vectors.T
-    while rest and len(chosen) < k:
-        best = max(rest, key=lambda i: lam * query_scores[i] - (1 - lam) * max((sims[i, j] for j in chosen),
-                                                                              default=0.0))
-        chosen.append(best)
-        rest.remove(best)
-    return chosen
 
 
 class SkillMemory:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from guimem.envs.base import Env
 from guimem.errors import EnvError
 from guimem.memory.generalise import state_text
+from guimem.memory.program import SkillProgram, execute
 from guimem.memory.skills.induce import SkillSource
-from guimem.memory.skills.program import SkillProgram, execute
 from guimem.types import Task
 
 

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from guimem.errors import LifecycleError
-from guimem.memory.skills.program import SkillProgram
+from guimem.memory.program import SkillProgram
 from guimem.memory.steer.contract import TaskContract
 from guimem.types import Behaviour
 

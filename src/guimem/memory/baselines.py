@@ -80,8 +80,11 @@ class AppendAllMemory:
         if not self._items:
             return Injection(method=self.name)
         goal = self.kit.embed_text(query.task.goal).astype(np.float32)
-        if self.variant == "similarity":
+        if self.variant == "similarity" and not self.exclude_source_task:
             hits = self._index.search(goal, self.k)
+        elif self.variant == "similarity":
+            hits = [h for h in self._index.search(goal, len(self._items))
+                    if query.task.id not in self._items[h.id].provenance.tasks][: self.k]
         else:
             contract = self.contract(query.task)
             state = state_text(query.observation, query.task)
