@@ -25,8 +25,8 @@ def test_stack_respects_the_token_budget_and_kind_caps(kit):
     mem.learn(episode([USER, PASS, LOGIN], seed=1))
     mem.end_round()
     for item_id in list(mem.items()):
-        item, _ = mem.items()[item_id]
-        mem._items[item_id] = (item, ItemStatus.ADMITTED)
+        mem.set_status(item_id, "trial", "test")
+        mem.set_status(item_id, "admitted", "test")
     inj = mem.recall(form_query(4))
     assert inj.items and inj.tokens <= 25 + 10
     per_kind = {}

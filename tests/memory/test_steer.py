@@ -80,7 +80,7 @@ def test_a_candidate_is_shown_only_inside_a_trial(round_index, slot):
     from tests.memory.test_steer import _steer_with_candidate
 
     mem, item_id, q = _steer_with_candidate()
-    mem.round = round_index
+    mem.lifecycle.round = round_index
     inj = mem.recall(RecallQuery(task=q.task, observation=q.observation, slot=slot))
     shown = item_id in inj.ids
     assert shown == (assign(item_id, round_index, slot) == "trial")

@@ -3,7 +3,7 @@
 - One proposal step per episode: STEER procedures and warnings, successful subgoal edges, and the
   longest verified skill window.
 - One admission lifecycle for every kind: candidate → trial → admitted | rejected, with the same
-  matched-control trials and gate (inherited from `SteerMemory`).
+  matched-control trials and gate (an `Admission` part, as `steer` holds one).
 - One TaskContract filter; edges and warnings must also fit the current screen.
 - MMR across kinds on SGDR-style relevance, under one token budget per step, with per-kind caps.
 - Abstention (recorded) when nothing fits.
@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -19,17 +19,18 @@ from numpy.typing import NDArray
 from guimem.embeddings import EmbedRole, cosine
 from guimem.envs.base import Env, Transition
 from guimem.llm import LLMClient
-from guimem.memory.base import RecallQuery
+from guimem.memory.base import LearnReport, RecallQuery, RoundLog
 from guimem.memory.generalise import state_text, template_key
 from guimem.memory.kit import MemoryKit
-from guimem.memory.program import execute
+from guimem.memory.program import execute, record_use
 from guimem.memory.ranking import mmr, tau_for
 from guimem.memory.settings import MemorySpec
 from guimem.memory.skills.induce import induce
 from guimem.memory.skills.verify import verify
 from guimem.memory.steer.contract import ContractParser
 from guimem.memory.steer.items import UNDER_TEST, Applicability, ItemStatus, KnowledgeItem, Provenance, Scope
-from guimem.memory.steer.memory import SteerMemory, compatible, item_view
+from guimem.memory.steer.lifecycle import Admission
+from guimem.memory.steer.memory import CachedContracts, build_extractors, compatible, item_view
 from guimem.memory.steer.propose import Proposer
 from guimem.memory.steer.trials import assign
 from guimem.memory.subgoals import (
@@ -40,7 +41,6 @@ from guimem.memory.subgoals import (
     OfflineSegmenter,
     Segmenter,
 )
-from guimem.storage.base import EventDraft
 from guimem.types import (
     Action,
     ActionError,
@@ -109,22 +109,24 @@ class StackProposer:
         return []
 
 
-class StackMemory(SteerMemory):
+class StackMemory:
     """The ``stack`` memory method.
 
     Args:
-        kit: Store, embedder, counter, namespace.
+        kit: Store, embedder, counter, namespace (and the LLM for the ``llm`` extractor).
         spec: Options (STEER gate, SGDR α/λ/K, the per-step token budget).
         env_factory: For verifying skills by replay.
     """
 
     def __init__(self, kit: MemoryKit, spec: MemorySpec | None = None,
                  env_factory: Callable[[], Env] | None = None) -> None:
+        self.kit = kit
         self.spec = spec or MemorySpec()
-        super().__init__(kit, self.spec.steer.model_copy(update={"exclude_source_task": self.spec.exclude_source_task,
-                                                                  "extractor": self.spec.extractor}))
-        self.proposer = StackProposer(self.proposer, self.contract.parser, env_factory,
-                                      kit.llm if self.spec.extractor == "llm" else None)
+        parser, proposer = build_extractors(kit, self.spec.extractor)
+        self.contract = CachedContracts(parser)
+        llm = kit.llm if self.spec.extractor == "llm" else None
+        self.lifecycle = Admission(kit, self.spec.steer.gate, StackProposer(proposer, parser, env_factory, llm))
+        self.rounds = RoundLog(kit.store, kit.namespace)
         self.tau = tau_for(kit.embedder.name)
         self._vectors: dict[str, NDArray[np.float32]] = {}
 
@@ -132,6 +134,43 @@ class StackMemory(SteerMemory):
     def name(self) -> str:
         """``stack``."""
         return "stack"
+
+    @property
+    def round(self) -> int:
+        """The current round."""
+        return self.lifecycle.round
+
+    def items(self) -> dict[str, tuple[KnowledgeItem, ItemStatus]]:
+        """The current snapshot: id → (item, status)."""
+        return dict(self.lifecycle.entries)
+
+    def learn(self, trajectory: Trajectory) -> LearnReport:
+        """Record trial/control evidence and queue this episode's proposals of every kind."""
+        return self.lifecycle.observe(trajectory)
+
+    def end_round(self) -> None:
+        """Gate decisions, merges, the next round."""
+        self.lifecycle.end_round()
+
+    def set_status(self, item_id: str, status: str, reason: str) -> None:
+        """Manual curation (admit/retire), checked against the transition table and logged."""
+        self.lifecycle.set_status(item_id, status, reason)
+
+    def stats(self) -> dict[str, int]:
+        """Items by status."""
+        return self.lifecycle.stats()
+
+    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
+        """Learn the round's episodes, consolidate and mark the round, in one transaction."""
+        self.rounds.commit(self, round_index, trajectories)
+
+    def committed_round(self) -> int:
+        """The last committed round (-1 when none)."""
+        return self.rounds.committed()
+
+    def close(self) -> None:
+        """Close the store (idempotent)."""
+        self.rounds.close()
 
     def _vector(self, item_id: str, item: KnowledgeItem) -> NDArray[np.float32]:
         if item_id not in self._vectors:
@@ -148,10 +187,10 @@ class StackMemory(SteerMemory):
         contract = self.contract(query.task)
         state = state_text(query.observation, query.task)
         shown, withheld = [], []
-        for item_id, (item, status) in self._items.items():
+        for item_id, (item, status) in self.lifecycle.entries.items():
             if status not in (ItemStatus.ADMITTED, *UNDER_TEST):
                 continue
-            if not compatible(item, query.task, contract, state, self.settings.exclude_source_task) or \
+            if not compatible(item, query.task, contract, state, self.spec.exclude_source_task) or \
                     not self._fits_screen(item, state, here):
                 continue
             if status in UNDER_TEST and assign(item_id, self.round, query.slot) == "control":
@@ -165,8 +204,9 @@ class StackMemory(SteerMemory):
         here = self.kit.embed_state(query.observation, query.task)
         eligible, withheld = self._eligible(query, here)
         if not eligible:
-            note = "no compatible knowledge" if self._items else "memory is empty"
-            return Injection(method=self.name, abstained=bool(self._items), note=note, withheld=tuple(withheld))
+            entries = self.lifecycle.entries
+            note = "no compatible knowledge" if entries else "memory is empty"
+            return Injection(method=self.name, abstained=bool(entries), note=note, withheld=tuple(withheld))
         alpha = self.spec.skills.alpha
         q = alpha * here + (1 - alpha) * self.kit.embed_text(query.task.goal)
         vectors = np.stack([self._vector(i, it) for i, it in eligible])
@@ -189,11 +229,10 @@ class StackMemory(SteerMemory):
     def run_skill(self, env: Env, action: Action, task: Task, observation: Observation
                   ) -> tuple[Transition, tuple[Action, ...]]:
         """Execute a skill item by name."""
-        for item_id, (item, _) in self._items.items():
+        for item_id, (item, _) in self.lifecycle.entries.items():
             if item.kind == "skill" and item.name == action.skill and item.program is not None:
                 run = execute(env, item.program, {**task.params, **action.args}, observation, name=item.name)
-                self.kit.store.append_event(EventDraft("used", item_id, self.kit.namespace,
-                                                       f'{{"success": {str(run.error is None).lower()}}}'))
+                record_use(self.kit, item_id, task, run)
                 return Transition(run.observation, run.error, run.done), run.performed
         err = ActionError(code=ActionErrorCode.SKILL_FAILED, message=f"no skill named {action.skill!r}",
                           action=action.describe())

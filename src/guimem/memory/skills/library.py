@@ -20,7 +20,7 @@ from guimem.embeddings import EmbedRole
 from guimem.envs.base import Env, Transition
 from guimem.memory.base import LearnReport, RecallQuery, RoundBuffer, RoundLog
 from guimem.memory.kit import MemoryKit
-from guimem.memory.program import SkillProgram, execute
+from guimem.memory.program import SkillProgram, execute, record_use
 from guimem.memory.ranking import mmr
 from guimem.memory.skills.induce import WINDOW_LENGTHS, SkillSource, induce
 from guimem.memory.skills.verify import verify
@@ -190,8 +190,7 @@ class SkillMemory:
             return Transition(observation, err), ()
         skill_id, body, _ = entry
         run = execute(env, body.program, {**task.params, **action.args}, observation, name=body.name)
-        self.kit.store.append_event(EventDraft("used", skill_id, self.kit.namespace, json.dumps(
-            {"success": run.error is None, "task": task.id, "seed": task.seed, "steps": len(run.performed)})))
+        record_use(self.kit, skill_id, task, run)
         return Transition(run.observation, run.error, run.done), run.performed
 
     def usage(self, skill_id: str) -> dict[str, int]:

@@ -1,21 +1,18 @@
 """The ``steer`` memory: verified knowledge, admitted only after trials against matched controls.
 
-Round semantics: every episode of a round reads the same snapshot. ``learn`` only records evidence
-and proposals; merges, new candidates and admission decisions take effect in ``end_round``, so an
-item admitted at the end of round r is first injected in round r + 1.
+Round semantics (kept by its `Admission` lifecycle): every episode of a round reads the same
+snapshot; an item admitted at the end of round r is first injected in round r + 1.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from guimem.errors import ConfigError, DataError, NotFoundError
+from guimem.errors import ConfigError
 from guimem.memory.base import LearnReport, RecallQuery, RoundLog
 from guimem.memory.generalise import state_text
 from guimem.memory.kit import MemoryKit
@@ -26,11 +23,10 @@ from guimem.memory.steer.contract import (
     TaskContract,
     conflicts,
 )
-from guimem.memory.steer.items import UNDER_TEST, ItemStatus, KnowledgeItem, Scope, TrialRecord, check_transition
+from guimem.memory.steer.items import UNDER_TEST, ItemStatus, KnowledgeItem, Scope
+from guimem.memory.steer.lifecycle import Admission
 from guimem.memory.steer.propose import LLMProposer, OfflineProposer, Proposer
-from guimem.memory.steer.trials import GateSettings, assign, gate, record
-from guimem.storage import Record
-from guimem.storage.base import EventDraft
+from guimem.memory.steer.trials import GateSettings, assign
 from guimem.types import InjectedItem, Injection, ItemKind, Task, Trajectory
 
 log = logging.getLogger(__name__)
@@ -95,31 +91,22 @@ def item_view(item_id: str, item: KnowledgeItem, score: float = 1.0) -> Injected
                         success=None if item.kind == "warning" else True, name=item.name or None)
 
 
-def item_id_for(key: str) -> str:
-    """A stable id from an item's content key: the same proposal gets the same id in every run, so
-    trial/control assignment (which hashes the id) is reproducible."""
-    return "k-" + hashlib.sha1(key.encode()).hexdigest()[:20]
-
-
 def _rank(entry: tuple[str, KnowledgeItem]) -> tuple[int, int, str]:
     item_id, item = entry
     return (-len(item.provenance.episodes), item.created_round, item_id)
 
 
 class SteerMemory:
-    """The ``steer`` memory method."""
+    """The ``steer`` memory method: at most one procedure and one warning per step, from an `Admission`
+    lifecycle (items admitted after trials against matched controls)."""
 
     def __init__(self, kit: MemoryKit, settings: SteerSettings | None = None) -> None:
         self.kit = kit
         self.settings = settings or SteerSettings()
-        parser, self.proposer = build_extractors(kit, self.settings.extractor)
+        parser, proposer = build_extractors(kit, self.settings.extractor)
         self.contract = CachedContracts(parser)
-        self.round = int(kit.store.meta_get(f"{kit.namespace}.round") or 0)
-        self._items: dict[str, tuple[KnowledgeItem, ItemStatus]] = {}
-        self._proposals: list[KnowledgeItem] = []
-        self._evidence: dict[str, list[TrialRecord]] = {}
+        self.lifecycle = Admission(kit, self.settings.gate, proposer)
         self.rounds = RoundLog(kit.store, kit.namespace)
-        self._load()
 
     @property
     def name(self) -> str:
@@ -138,19 +125,21 @@ class SteerMemory:
         """Close the store (idempotent)."""
         self.rounds.close()
 
-    def _load(self) -> None:
-        self._items = {rec.id: (KnowledgeItem.model_validate_json(rec.body), ItemStatus(rec.status))
-                       for rec in self.kit.store.query(self.kit.namespace, "knowledge")}
+    @property
+    def round(self) -> int:
+        """The current round (its items are the snapshot every episode of it reads)."""
+        return self.lifecycle.round
 
     def items(self) -> dict[str, tuple[KnowledgeItem, ItemStatus]]:
         """The current snapshot: id → (item, status)."""
-        return dict(self._items)
+        return dict(self.lifecycle.entries)
 
     def recall(self, query: RecallQuery) -> Injection:
         """At most one procedure and one warning that fit; nothing (recorded) when nothing fits."""
         contract = self.contract(query.task)
         state = state_text(query.observation, query.task)
-        fitting = [(i, it, st) for i, (it, st) in self._items.items()
+        entries = self.lifecycle.entries
+        fitting = [(i, it, st) for i, (it, st) in entries.items()
                    if st in (ItemStatus.ADMITTED, *UNDER_TEST)
                    and compatible(it, query.task, contract, state, self.settings.exclude_source_task)]
         chosen: list[InjectedItem] = []
@@ -167,99 +156,22 @@ class SteerMemory:
             if trial:
                 chosen.append(item_view(*trial[0]))
         if not chosen:
-            note = "no compatible knowledge" if self._items else "memory is empty"
-            return Injection(method=self.name, abstained=bool(self._items), note=note, withheld=tuple(withheld))
+            note = "no compatible knowledge" if entries else "memory is empty"
+            return Injection(method=self.name, abstained=bool(entries), note=note, withheld=tuple(withheld))
         return self.kit.injection(self.name, "Verified knowledge for this task:", chosen, withheld=tuple(withheld))
 
     def learn(self, trajectory: Trajectory) -> LearnReport:
         """Record trial/control evidence from the episode's trace and queue its proposals."""
-        injected = {item.id for s in trajectory.steps for item in s.injection.items}
-        withheld = {i for s in trajectory.steps for i in s.injection.withheld}
-        with self.kit.store.transaction():
-            for item_id, arm in [(i, "trial") for i in injected] + [(i, "control") for i in withheld]:
-                entry = self._items.get(item_id)
-                if entry is None or entry[1] not in UNDER_TEST:
-                    continue
-                rec = record(entry[0], trajectory, arm, self.round)  # type: ignore[arg-type]
-                self._evidence.setdefault(item_id, []).append(rec)
-                self.kit.store.append_event(EventDraft(arm, item_id, self.kit.namespace, rec.model_dump_json()))
-            proposals = self.proposer.propose(trajectory, self.round)
-            for p in proposals:
-                self.kit.store.append_event(EventDraft("proposed", None, self.kit.namespace, json.dumps(
-                    {"key": p.key, "kind": p.kind, "episode": trajectory.episode_id})))
-        self._proposals += proposals
-        return LearnReport(added=len(proposals))
-
-    def _put(self, item_id: str, item: KnowledgeItem, status: ItemStatus, event: str, payload: dict[str, object]
-             ) -> None:
-        self.kit.store.put(Record(item_id, "knowledge", self.kit.namespace, status.value, item.model_dump_json()),
-                           EventDraft(event, item_id, self.kit.namespace, json.dumps(payload)))
-
-    def _merge_proposals(self) -> None:
-        by_key = {it.key: i for i, (it, st) in self._items.items()}
-        for prop in self._proposals:
-            existing = by_key.get(prop.key)
-            if existing is None:
-                item_id = item_id_for(prop.key)
-                self._put(item_id, prop, ItemStatus.CANDIDATE, "created", {"round": self.round})
-                self._items[item_id] = (prop, ItemStatus.CANDIDATE)
-                by_key[prop.key] = item_id
-                continue
-            item, status = self._items[existing]
-            if status in (ItemStatus.REJECTED, ItemStatus.RETIRED):
-                continue
-            prov = item.provenance.model_copy(update={
-                "episodes": item.provenance.episodes + prop.provenance.episodes,
-                "tasks": sorted(set(item.provenance.tasks) | set(prop.provenance.tasks)),
-                "outcomes": item.provenance.outcomes + prop.provenance.outcomes})
-            merged = item.model_copy(update={"provenance": prov})
-            self._put(existing, merged, status, "merged", {"episodes": prop.provenance.episodes})
-            self._items[existing] = (merged, status)
-        self._proposals = []
-
-    def _apply_gate(self) -> None:
-        for item_id, records in self._evidence.items():
-            item, status = self._items[item_id]
-            evidence = item.evidence.model_copy(update={"records": item.evidence.records + records})
-            item = item.model_copy(update={"evidence": evidence})
-            decision = gate(evidence, status, self.settings.gate)
-            if decision.status is not status:
-                check_transition(item_id, status, decision.status)
-            payload = {"round": self.round, "trials": len(evidence.arm("trial")),
-                       "controls": len(evidence.arm("control")), "difference": evidence.score_difference,
-                       "effective_uses": evidence.effective_uses, "harms": evidence.harms,
-                       "held_back": list(decision.reasons)}
-            event = decision.status.value if decision.status is not status else "evidence"
-            self._put(item_id, item, decision.status, event, payload)
-            self._items[item_id] = (item, decision.status)
-        self._evidence = {}
+        return self.lifecycle.observe(trajectory)
 
     def end_round(self) -> None:
-        """Apply the round: gate decisions on its evidence, then merge its proposals into items."""
-        with self.kit.store.transaction():
-            self._apply_gate()
-            self._merge_proposals()
-            self.round += 1
-            self.kit.store.meta_set(f"{self.kit.namespace}.round", str(self.round))
-        self._load()
+        """Gate decisions, merges, the next round."""
+        self.lifecycle.end_round()
 
     def set_status(self, item_id: str, status: str, reason: str) -> None:
         """Manual curation (admit/retire), checked against the transition table and logged."""
-        try:
-            target = ItemStatus(status)
-        except ValueError:
-            raise DataError(f"unknown status {status!r}", field="status",
-                            suggestion=f"one of {', '.join(s.value for s in ItemStatus)}") from None
-        if item_id not in self._items:
-            raise NotFoundError("knowledge item", item_id)
-        item, status = self._items[item_id]
-        check_transition(item_id, status, target)
-        self._put(item_id, item, target, target.value, {"manual": True, "reason": reason})
-        self._items[item_id] = (item, target)
+        self.lifecycle.set_status(item_id, status, reason)
 
     def stats(self) -> dict[str, int]:
         """Items by status."""
-        out: dict[str, int] = {}
-        for _, status in self._items.values():
-            out[status.value] = out.get(status.value, 0) + 1
-        return out
+        return self.lifecycle.stats()
