@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Literal
 
@@ -18,9 +17,10 @@ from guimem.memory.generalise import state_text
 from guimem.memory.kit import MemoryKit
 from guimem.memory.steer.items import KnowledgeItem
 from guimem.memory.steer.memory import CachedContracts, build_extractors, compatible, item_view
-from guimem.storage import Record, new_id
-from guimem.storage.base import EventDraft, pack_vector
-from guimem.types import Injection, Trajectory
+from guimem.memory.table import EventType, ItemTable
+from guimem.storage import new_id
+from guimem.storage.base import pack_vector
+from guimem.types import Injection, ItemKind, Trajectory
 from guimem.vectors import VectorIndex, create_index
 
 
@@ -45,8 +45,9 @@ class AppendAllMemory:
         self._index: VectorIndex = create_index(kit.vector_index, kit.embedder.dim)
         self.rounds = RoundLog(kit.store, kit.namespace)
         self.buffer = RoundBuffer()
-        for rec in kit.store.query(kit.namespace, "knowledge"):
-            self._items[rec.id] = KnowledgeItem.model_validate_json(rec.body)
+        self.table = ItemTable(kit, ItemKind.KNOWLEDGE, KnowledgeItem)
+        for rec, item in self.table.load():
+            self._items[rec.id] = item
             vec = rec.vector_array()
             if vec is not None:
                 self._index.add([rec.id], vec[None, :])
@@ -67,10 +68,8 @@ class AppendAllMemory:
             for item in proposals:
                 vec = self.kit.embed_text(item.content, EmbedRole.PASSAGE)
                 item_id = new_id("k-")
-                self.kit.store.put(Record(item_id, "knowledge", self.kit.namespace, "active", item.model_dump_json(),
-                                          pack_vector(vec)),
-                                   EventDraft("created", item_id, self.kit.namespace,
-                                              json.dumps({"episode": trajectory.episode_id})))
+                self.table.put(item_id, item, "active", EventType.CREATED, {"episode": trajectory.episode_id},
+                               pack_vector(vec))
                 self._items[item_id] = item
                 self._index.add([item_id], vec[None, :])
         return LearnReport(added=len(proposals))

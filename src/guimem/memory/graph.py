@@ -11,7 +11,6 @@ Ablations (the paper's factorial table): granularity ``action | subgoal | task``
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from enum import StrEnum
@@ -35,8 +34,9 @@ from guimem.memory.subgoals import (
     OfflineSegmenter,
     Segmenter,
 )
-from guimem.storage import Record, new_id
-from guimem.storage.base import EventDraft, pack_vector
+from guimem.memory.table import EventType, ItemTable
+from guimem.storage import new_id
+from guimem.storage.base import pack_vector
 from guimem.types import Behaviour, InjectedItem, Injection, ItemKind, Observation, Task, Trajectory
 from guimem.vectors import VectorIndex, create_index
 
@@ -113,6 +113,8 @@ class GraphMemory:
         self._out: dict[str, list[str]] = {}
         self.rounds = RoundLog(kit.store, kit.namespace)
         self.buffer = RoundBuffer()
+        self.nodes = ItemTable(kit, ItemKind.NODE, NodeBody)
+        self.edges = ItemTable(kit, ItemKind.EDGE, EdgeBody)
         self._load()
 
     @property
@@ -121,12 +123,12 @@ class GraphMemory:
         return "graph"
 
     def _load(self) -> None:
-        for rec in self.kit.store.query(self.kit.namespace, "node"):
+        for rec, _ in self.nodes.load():
             vec = rec.vector_array()
             if vec is not None:
                 self._nodes.add([rec.id], vec[None, :])
-        for rec in self.kit.store.query(self.kit.namespace, "edge", ["active"]):
-            self._index_edge(rec.id, EdgeBody.model_validate_json(rec.body), rec.vector_array())
+        for rec, edge in self.edges.load(["active"]):
+            self._index_edge(rec.id, edge, rec.vector_array())
 
     def _index_edge(self, edge_id: str, body: EdgeBody, source_vec: np.ndarray | None) -> None:
         self._edges[edge_id] = body
@@ -140,9 +142,7 @@ class GraphMemory:
             return hits[0].id
         node_id = new_id("n-")
         body = NodeBody(signature=state_text(obs, task), app=obs.app, first_task=task.id)
-        self.kit.store.put(Record(node_id, "node", self.kit.namespace, "active", body.model_dump_json(),
-                                  pack_vector(vec)),
-                           EventDraft("created", node_id, self.kit.namespace, '{"kind": "node"}'))
+        self.nodes.put(node_id, body, "active", EventType.CREATED, {"kind": "node"}, pack_vector(vec))
         self._nodes.add([node_id], vec[None, :])
         return node_id
 
@@ -177,10 +177,8 @@ class GraphMemory:
                                 behaviour=ann.behaviour, success=ann.success, task=trajectory.task.id,
                                 episode_id=trajectory.episode_id, granularity=self.settings.granularity)
                 edge_id = new_id("e-")
-                self.kit.store.put(Record(edge_id, "edge", self.kit.namespace, "active", body.model_dump_json(),
-                                          pack_vector(before_vec)),
-                                   EventDraft("created", edge_id, self.kit.namespace,
-                                              json.dumps({"kind": "edge", "episode": trajectory.episode_id})))
+                self.edges.put(edge_id, body, "active", EventType.CREATED,
+                               {"kind": "edge", "episode": trajectory.episode_id}, pack_vector(before_vec))
                 self._index_edge(edge_id, body, before_vec)
                 report.added += 1
         return report

@@ -7,13 +7,13 @@ screen, performs the step, and stops with a typed error when a selector does not
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
 from guimem.envs.base import Env
 from guimem.memory.kit import MemoryKit
+from guimem.memory.table import EventType, payload_json
 from guimem.storage.base import EventDraft
 from guimem.types import Action, ActionError, ActionErrorCode, ActionKind, Observation, Task, placeholders
 
@@ -113,5 +113,5 @@ def execute(env: Env, program: SkillProgram, args: dict[str, str], observation: 
 
 def record_use(kit: MemoryKit, item_id: str, task: Task, run: SkillRun) -> None:
     """Log one run of a skill item as a ``used`` event (the same payload for every method that runs skills)."""
-    kit.store.append_event(EventDraft("used", item_id, kit.namespace, json.dumps(
+    kit.store.append_event(EventDraft(EventType.USED.value, item_id, kit.namespace, payload_json(
         {"success": run.error is None, "task": task.id, "seed": task.seed, "steps": len(run.performed)})))

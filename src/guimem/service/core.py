@@ -198,24 +198,19 @@ class MemoryService:
     def export(self, path: Path) -> TransferReply:
         """Every version of every item, and every event, as JSONL."""
         target = self._path(path)
-        records, events = 0, 0
         rnd = self.store.meta_get(f"{self.namespace}.round")
-        lines = [json.dumps({"type": "header", "version": EXPORT_VERSION, "method": self.memory.name,
-                             "namespace": self.namespace, "embedder": self._embedder.name,
-                             "round": int(rnd) if rnd is not None else None})]
-        for rec in self.store.query(self.namespace):
-            for version in self.store.history(rec.id):
-                lines.append(json.dumps({"type": "record", "id": version.id, "kind": version.kind,
-                                         "status": version.status, "version": version.version,
-                                         "body": json.loads(version.body),
-                                         "vector": version.vector.hex() if version.vector else None}))
-                records += 1
-        for e in self.store.events(namespace=self.namespace):
-            lines.append(json.dumps({"type": "event", "event": e.type, "item_id": e.item_id,
-                                     "payload": json.loads(e.payload or "{}")}))
-            events += 1
+        header = ExportHeader(type="header", version=EXPORT_VERSION, method=self.memory.name, namespace=self.namespace,
+                              embedder=self._embedder.name, round=int(rnd) if rnd is not None else None)
+        records = [ExportRecord(type="record", id=v.id, kind=v.kind, status=v.status, version=v.version,
+                                body=json.loads(v.body), vector=v.vector.hex() if v.vector else None)
+                   for rec in self.store.query(self.namespace) for v in self.store.history(rec.id)]
+        events = [ExportEvent(type="event", event=e.type, item_id=e.item_id,
+                              payload=EventPayload.model_validate_json(e.payload or "{}"))
+                  for e in self.store.events(namespace=self.namespace)]
+        lines = [line.model_dump_json(exclude_unset=isinstance(line, ExportEvent)) for line in
+                 (header, *records, *events)]
         _write_exclusive(target, ("\n".join(lines) + "\n").encode("utf-8"))
-        return TransferReply(path=str(target), records=records, events=events)
+        return TransferReply(path=str(target), records=len(records), events=len(events))
 
     def import_(self, path: Path) -> TransferReply:
         """Load an export into this memory: validated first, written in one transaction.

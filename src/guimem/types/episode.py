@@ -88,10 +88,16 @@ class Behaviour(BaseModel):
 
 
 class ItemKind(StrEnum):
-    """What kind of memory item an injection carries."""
+    """The one vocabulary of memory item kinds: what an injection carries and what a store holds.
 
+    Stored records are ``node``, ``edge``, ``skill`` or ``knowledge`` (procedures and warnings are
+    knowledge records); injections carry ``edge``, ``skill``, ``procedure``, ``warning`` or ``episode``.
+    """
+
+    NODE = "node"
     EDGE = "edge"
     SKILL = "skill"
+    KNOWLEDGE = "knowledge"
     PROCEDURE = "procedure"
     WARNING = "warning"
     EPISODE = "episode"

@@ -24,8 +24,9 @@ from guimem.memory.program import SkillProgram, execute, record_use
 from guimem.memory.ranking import mmr
 from guimem.memory.skills.induce import WINDOW_LENGTHS, SkillSource, induce
 from guimem.memory.skills.verify import verify
-from guimem.storage import Record, new_id
-from guimem.storage.base import EventDraft, pack_vector
+from guimem.memory.table import EventType, ItemTable
+from guimem.storage import new_id
+from guimem.storage.base import pack_vector
 from guimem.types import (
     Action,
     ActionError,
@@ -91,8 +92,9 @@ class SkillMemory:
         self._shown: dict[str, int] = {}
         self.rounds = RoundLog(kit.store, kit.namespace)
         self.buffer = RoundBuffer()
-        for rec in kit.store.query(kit.namespace, "skill"):
-            self._remember(rec.id, SkillBody.model_validate_json(rec.body), rec.status, rec.vector_array())
+        self.table = ItemTable(kit, ItemKind.SKILL, SkillBody)
+        for rec, skill in self.table.load():
+            self._remember(rec.id, skill, rec.status, rec.vector_array())
 
     @property
     def name(self) -> str:
@@ -129,13 +131,10 @@ class SkillMemory:
         for cand in induce(trajectory, self.settings.lengths):
             existing = self._by_key.get(cand.key)
             if existing is not None:
-                rec = self.kit.store.get(existing)
-                body = SkillBody.model_validate_json(rec.body)
+                rec, body = self.table.get(existing)
                 body = body.model_copy(update={"support": body.support + 1})
-                self.kit.store.put(Record(existing, "skill", self.kit.namespace, rec.status, body.model_dump_json(),
-                                          rec.vector),
-                                   EventDraft("merged", existing, self.kit.namespace,
-                                              json.dumps({"episode": trajectory.episode_id})))
+                self.table.put(existing, body, rec.status, EventType.MERGED, {"episode": trajectory.episode_id},
+                               rec.vector)
                 self._remember(existing, body, rec.status, rec.vector_array())
                 report.merged += 1
                 continue
@@ -145,9 +144,7 @@ class SkillMemory:
             body = body.model_copy(update={"verdict": reason})
             vec = self.kit.embed_text(body.description, EmbedRole.PASSAGE)
             skill_id = new_id("sk-")
-            self.kit.store.put(Record(skill_id, "skill", self.kit.namespace, status, body.model_dump_json(),
-                                      pack_vector(vec)),
-                               EventDraft(status, skill_id, self.kit.namespace, json.dumps({"reason": reason})))
+            self.table.put(skill_id, body, status, EventType(status), {"reason": reason}, pack_vector(vec))
             self._remember(skill_id, body, status, vec)
             report.added += 1
         return report
@@ -209,8 +206,7 @@ class SkillMemory:
             for trajectory in self.buffer.drain():
                 self._apply(trajectory)
             for skill_id, count in sorted(self._shown.items()):
-                self.kit.store.append_event(EventDraft("shown", skill_id, self.kit.namespace,
-                                                       json.dumps({"count": count})))
+                self.table.log(skill_id, EventType.SHOWN, {"count": count})
         self._shown = {}
 
     def stats(self) -> dict[str, int]:

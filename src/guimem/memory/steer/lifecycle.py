@@ -9,7 +9,6 @@ item admitted at the end of round r is first injected in round r + 1.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from types import MappingProxyType
 
@@ -19,9 +18,8 @@ from guimem.memory.kit import MemoryKit
 from guimem.memory.steer.items import UNDER_TEST, ItemStatus, KnowledgeItem, TrialRecord, check_transition
 from guimem.memory.steer.propose import Proposer
 from guimem.memory.steer.trials import GateSettings, gate, record
-from guimem.storage import Record
-from guimem.storage.base import EventDraft
-from guimem.types import Trajectory
+from guimem.memory.table import EventType, ItemTable
+from guimem.types import ItemKind, Trajectory
 
 Entry = tuple[KnowledgeItem, ItemStatus]
 
@@ -49,6 +47,7 @@ class Admission:
         self._items: dict[str, Entry] = {}
         self._proposals: list[KnowledgeItem] = []
         self._evidence: dict[str, list[TrialRecord]] = {}
+        self.table = ItemTable(kit, ItemKind.KNOWLEDGE, KnowledgeItem)
         self._load()
 
     @property
@@ -57,8 +56,7 @@ class Admission:
         return MappingProxyType(self._items)
 
     def _load(self) -> None:
-        self._items = {rec.id: (KnowledgeItem.model_validate_json(rec.body), ItemStatus(rec.status))
-                       for rec in self.kit.store.query(self.kit.namespace, "knowledge")}
+        self._items = {rec.id: (item, ItemStatus(rec.status)) for rec, item in self.table.load()}
 
     def observe(self, trajectory: Trajectory) -> LearnReport:
         """Record trial/control evidence from the episode's trace and queue its proposals."""
@@ -71,18 +69,17 @@ class Admission:
                     continue
                 rec = record(entry[0], trajectory, arm, self.round)  # type: ignore[arg-type]
                 self._evidence.setdefault(item_id, []).append(rec)
-                self.kit.store.append_event(EventDraft(arm, item_id, self.kit.namespace, rec.model_dump_json()))
+                self.table.log(item_id, EventType(arm), rec)
             proposals = self.proposer.propose(trajectory, self.round)
             for p in proposals:
-                self.kit.store.append_event(EventDraft("proposed", None, self.kit.namespace, json.dumps(
-                    {"key": p.key, "kind": p.kind, "episode": trajectory.episode_id})))
+                self.table.log(None, EventType.PROPOSED, {"key": p.key, "kind": p.kind,
+                                                          "episode": trajectory.episode_id})
         self._proposals += proposals
         return LearnReport(added=len(proposals))
 
-    def _put(self, item_id: str, item: KnowledgeItem, status: ItemStatus, event: str, payload: dict[str, object]
-             ) -> None:
-        self.kit.store.put(Record(item_id, "knowledge", self.kit.namespace, status.value, item.model_dump_json()),
-                           EventDraft(event, item_id, self.kit.namespace, json.dumps(payload)))
+    def _put(self, item_id: str, item: KnowledgeItem, status: ItemStatus, event: EventType,
+             payload: dict[str, object]) -> None:
+        self.table.put(item_id, item, status.value, event, payload)
 
     def _merge_proposals(self) -> None:
         by_key = {it.key: i for i, (it, st) in self._items.items()}
@@ -90,7 +87,7 @@ class Admission:
             existing = by_key.get(prop.key)
             if existing is None:
                 item_id = item_id_for(prop.key)
-                self._put(item_id, prop, ItemStatus.CANDIDATE, "created", {"round": self.round})
+                self._put(item_id, prop, ItemStatus.CANDIDATE, EventType.CREATED, {"round": self.round})
                 self._items[item_id] = (prop, ItemStatus.CANDIDATE)
                 by_key[prop.key] = item_id
                 continue
@@ -102,7 +99,7 @@ class Admission:
                 "tasks": sorted(set(item.provenance.tasks) | set(prop.provenance.tasks)),
                 "outcomes": item.provenance.outcomes + prop.provenance.outcomes})
             merged = item.model_copy(update={"provenance": prov})
-            self._put(existing, merged, status, "merged", {"episodes": prop.provenance.episodes})
+            self._put(existing, merged, status, EventType.MERGED, {"episodes": prop.provenance.episodes})
             self._items[existing] = (merged, status)
         self._proposals = []
 
@@ -118,7 +115,7 @@ class Admission:
                        "controls": len(evidence.arm("control")), "difference": evidence.score_difference,
                        "effective_uses": evidence.effective_uses, "harms": evidence.harms,
                        "held_back": list(decision.reasons)}
-            event = decision.status.value if decision.status is not status else "evidence"
+            event = EventType(decision.status.value) if decision.status is not status else EventType.EVIDENCE
             self._put(item_id, item, decision.status, event, payload)
             self._items[item_id] = (item, decision.status)
         self._evidence = {}
@@ -143,7 +140,7 @@ class Admission:
             raise NotFoundError("knowledge item", item_id)
         item, status = self._items[item_id]
         check_transition(item_id, status, target)
-        self._put(item_id, item, target, target.value, {"manual": True, "reason": reason})
+        self._put(item_id, item, target, EventType(target.value), {"manual": True, "reason": reason})
         self._items[item_id] = (item, target)
 
     def stats(self) -> dict[str, int]:

@@ -1,0 +1,85 @@
+"""Typed persistence for memory methods: one item table per kind, with a body model and typed events.
+
+Every method writes through an `ItemTable`: bodies are pydantic models (never JSON built by hand),
+event names come from `EventType`, and every change is a new version with its event in the same
+transaction (the store supersedes, never overwrites).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from typing import Generic, TypeVar
+
+from pydantic import BaseModel
+
+from guimem.memory.kit import MemoryKit
+from guimem.storage import Record
+from guimem.storage.base import EventDraft
+from guimem.types import ItemKind
+
+Body = TypeVar("Body", bound=BaseModel)
+
+
+class EventType(StrEnum):
+    """Every event a shipped method logs."""
+
+    CREATED = "created"
+    MERGED = "merged"
+    PROPOSED = "proposed"
+    TRIAL = "trial"
+    CONTROL = "control"
+    EVIDENCE = "evidence"
+    USED = "used"
+    SHOWN = "shown"
+    CANDIDATE = "candidate"
+    ADMITTED = "admitted"
+    REJECTED = "rejected"
+    RETIRED = "retired"
+    VERIFIED = "verified"
+    UNVERIFIED = "unverified"
+
+
+Payload = BaseModel | Mapping[str, object]
+
+
+def payload_json(payload: Payload) -> str:
+    """An event payload as JSON text."""
+    return payload.model_dump_json() if isinstance(payload, BaseModel) else json.dumps(payload)
+
+
+class ItemTable(Generic[Body]):
+    """The records of one kind in one memory's namespace, read and written as ``Body`` models.
+
+    Args:
+        kit: The memory's store and namespace.
+        kind: The record kind.
+        body: The body model.
+    """
+
+    def __init__(self, kit: MemoryKit, kind: ItemKind, body: type[Body]) -> None:
+        self.kit = kit
+        self.kind = kind
+        self.body = body
+
+    def load(self, statuses: Sequence[str] | None = None) -> list[tuple[Record, Body]]:
+        """Current versions, in creation order, with their parsed bodies."""
+        return [(rec, self.body.model_validate_json(rec.body))
+                for rec in self.kit.store.query(self.kit.namespace, self.kind.value, statuses)]
+
+    def get(self, item_id: str) -> tuple[Record, Body]:
+        """One item's current version (raises `NotFoundError`)."""
+        rec = self.kit.store.get(item_id)
+        return rec, self.body.model_validate_json(rec.body)
+
+    def put(self, item_id: str, body: Body, status: str, event: EventType, payload: Payload,
+            vector: bytes | None = None) -> Record:
+        """Write a new version of an item, with its event."""
+        return self.kit.store.put(Record(item_id, self.kind.value, self.kit.namespace, status, body.model_dump_json(),
+                                         vector),
+                                  EventDraft(event.value, item_id, self.kit.namespace, payload_json(payload)))
+
+    def log(self, item_id: str | None, event: EventType, payload: Payload) -> None:
+        """Append an event about an item (or about the memory, with no item)."""
+        self.kit.store.append_event(EventDraft(event.value, item_id, self.kit.namespace, payload_json(payload)))
