@@ -16,8 +16,8 @@ from typing import Protocol
 from pydantic import BaseModel, ValidationError
 
 from guimem.agents.base import Decision, PolicyInput
-from guimem.agents.prompting import render_screen, template
 from guimem.llm import LLMClient, text_message
+from guimem.llm.prompts import render_screen, template
 from guimem.tokens import TiktokenCounter, TokenCounter
 from guimem.types import Action, ActionError, ActionErrorCode, ActionKind, MemoryOp, Preflight, Task
 

@@ -15,10 +15,10 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from guimem.agents.base import Decision, Policy, PolicyInput
-from guimem.agents.prompting import render_screen, template
 from guimem.errors import LLMResponseError
 from guimem.llm import ChatMessage, LLMClient, create_llm, image_part, text_message, validate_reply
 from guimem.llm.base import ContentPart
+from guimem.llm.prompts import render_screen, template
 from guimem.settings import GuimemSettings
 from guimem.tokens import TiktokenCounter, TokenCounter
 from guimem.types import Action, ActionError, ActionErrorCode, ActionKind, Preflight, Step, Task

@@ -14,10 +14,9 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
 
-from guimem.agents.prompting import render_screen
 from guimem.llm import LLMClient, complete_json, text_message
+from guimem.llm.prompts import render_screen, template
 from guimem.memory.generalise import Performed, describe_templates, generalise_action, performed_actions, state_text
-from guimem.memory.prompting import memory_template
 from guimem.types import Action, Behaviour, Observation, Trajectory
 
 
@@ -103,7 +102,7 @@ class LLMSegmenter:
         if len(performed) <= 1:
             return _cut(performed, [])
         lines = [f"{i}. {p.action.describe()}  [{p.before.location}]" for i, p in enumerate(performed)]
-        prompt = memory_template("segment").format(goal=traj.task.goal, actions="\n".join(lines),
+        prompt = template("segment").format(goal=traj.task.goal, actions="\n".join(lines),
                                                    last=len(performed) - 1)
         reply = complete_json(self.client, [text_message("user", prompt)], Boundaries)
         return _cut(performed, reply.boundaries)
@@ -186,7 +185,7 @@ class LLMAnnotator:
     def annotate(self, segment: Segment, traj: Trajectory, is_last: bool) -> Annotation:
         """Annotate with the model."""
         behaviour = behaviour_of(segment, traj)
-        prompt = memory_template("annotate").format(
+        prompt = template("annotate").format(
             goal=traj.task.goal, outcome="success" if traj.outcome.success else f"failure ({traj.outcome.reason})",
             before=render_screen(segment.before, 40), after=render_screen(segment.after, 40),
             actions="\n".join(a.describe() for a in _actions(segment)),

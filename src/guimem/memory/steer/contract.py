@@ -8,8 +8,8 @@ from typing import Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from guimem.llm import LLMClient, complete_json, text_message
+from guimem.llm.prompts import template
 from guimem.memory.generalise import state_masks
-from guimem.memory.prompting import memory_template
 from guimem.types import Task, mask_text
 
 VERBS = {
@@ -83,7 +83,7 @@ class LLMContractParser:
 
     def parse(self, task: Task) -> TaskContract:
         """Parse with the model."""
-        prompt = memory_template("contract").format(goal=task.goal, app=task.app, params=sorted(task.params))
+        prompt = template("contract").format(goal=task.goal, app=task.app, params=sorted(task.params))
         parsed = complete_json(self.client, [text_message("user", prompt)], TaskContract)
         return parsed.model_copy(update={"app": task.app})
 

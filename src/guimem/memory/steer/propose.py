@@ -7,6 +7,7 @@ from typing import Protocol
 from pydantic import BaseModel
 
 from guimem.llm import LLMClient, complete_json, text_message
+from guimem.llm.prompts import template
 from guimem.memory.generalise import (
     Performed,
     generalise_action,
@@ -15,7 +16,6 @@ from guimem.memory.generalise import (
     state_text,
     template_key,
 )
-from guimem.memory.prompting import memory_template
 from guimem.memory.steer.contract import ContractParser
 from guimem.memory.steer.items import Applicability, KnowledgeItem, Provenance, Scope
 from guimem.types import Behaviour, Trajectory, mask_text
@@ -114,7 +114,7 @@ class LLMProposer:
             return []
         lines = "\n".join(f"{i}. {p.action.describe()}  [{p.before.location}]" for i, p in enumerate(performed))
         outcome = "success" if traj.outcome.success else f"failure ({traj.outcome.reason})"
-        prompt = memory_template("propose").format(goal=traj.task.goal, outcome=outcome, actions=lines)
+        prompt = template("propose").format(goal=traj.task.goal, outcome=outcome, actions=lines)
         reply = complete_json(self.client, [text_message("user", prompt)], Distilled)
         if traj.outcome.success:
             return [_procedure(traj, performed, self.parser, round_index, reply.content)]

@@ -1,4 +1,7 @@
-"""Prompt pieces shared by LLM policies: templates from files, the screen as a compact element list."""
+"""Prompt pieces shared by LLM policies and memory's LLM extractors: templates, and the screen as text.
+
+One place for both, below the agents and memory layers that use them.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +15,8 @@ MAX_ELEMENTS = 80
 
 @cache
 def template(name: str) -> str:
-    """The prompt template ``prompts/<name>.txt``."""
-    return (resources.files("guimem.agents") / "prompts" / f"{name}.txt").read_text(encoding="utf-8")
+    """The prompt template ``guimem/llm/templates/<name>.txt``."""
+    return (resources.files("guimem.llm") / "templates" / f"{name}.txt").read_text(encoding="utf-8")
 
 
 def render_element(el: UIElement) -> str:
