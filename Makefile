@@ -28,7 +28,7 @@ $(VENV)/.installed: pyproject.toml
 	@touch $@
 
 lint: setup
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks examples
 
 types: setup
 	$(BIN)/mypy
