@@ -18,7 +18,9 @@ import json
 import math
 
 from guimem.agents.base import PolicyInput
-from guimem.agents.conact import ConActPolicy, make_context
+from guimem.agents.conact import FivePartProtocol
+from guimem.agents.context import make_context
+from guimem.agents.llm import LLMPolicy
 from guimem.testing import ScriptedLLM
 from guimem.tokens import TiktokenCounter
 from guimem.types import Observation, Role, Task, UIElement
@@ -72,7 +74,7 @@ def screen(step: int) -> Observation:
 def run(strategy: str, length: int) -> tuple[list[int], float]:
     counter = TiktokenCounter()
     llm = ScriptedLLM([reply(s, length) for s in range(1, length + 1)])
-    policy = ConActPolicy(llm, make_context(strategy, keep_last=5), counter)
+    policy = LLMPolicy(llm, make_context(strategy, keep_last=5), FivePartProtocol(), counter)
     task = Task(id="orders", goal="Find every order of Kasey Lindqvist and report the totals exactly.", app="shop")
     policy.reset(task)
     needed = kept = 0

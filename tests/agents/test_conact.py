@@ -5,7 +5,9 @@ import json
 import pytest
 
 from guimem.agents.base import PolicyInput
-from guimem.agents.conact import ConActContext, ConActPolicy, Fold, make_context, parse
+from guimem.agents.conact import ConActContext, FivePartProtocol, Fold, parse
+from guimem.agents.context import make_context
+from guimem.agents.llm import LLMPolicy
 from guimem.harness.episode import run_episode
 from guimem.testing import FormEnv, ScriptedLLM
 from guimem.tokens import WhitespaceCounter
@@ -100,7 +102,7 @@ def test_memory_actions_keep_exact_values_and_report_bad_ids():
 
 def test_problems_are_shown_in_the_next_prompt():
     llm = ScriptedLLM([reply(TAP), "garbage", reply(TAP, {"range": [1, 1], "summary": "x"})])
-    policy = ConActPolicy(llm, counter=WhitespaceCounter())
+    policy = LLMPolicy(llm, ConActContext(), FivePartProtocol(), WhitespaceCounter())
     task = Task(id="t", goal="Read the total", app="a")
     policy.reset(task)
     obs = Observation(app="a", location="/")
@@ -117,7 +119,7 @@ def test_a_memory_action_does_not_touch_the_env():
     add = {"kind": "memory", "op": "add", "memory_id": "u", "description": "user", "text": "kept"}
     llm = ScriptedLLM([reply(add), reply({"kind": "done"}, {"range": [1, 1], "summary": "kept the user"})])
     env = FormEnv()
-    traj = run_episode(env, ConActPolicy(llm, counter=WhitespaceCounter()),
+    traj = run_episode(env, LLMPolicy(llm, ConActContext(), FivePartProtocol(), WhitespaceCounter()),
                        Task(id="form", goal="", app="form", seed=1, max_steps=4))
     assert traj.steps[0].action.kind is ActionKind.MEMORY and env.actions == []
     assert traj.steps[1].action.kind is ActionKind.DONE and len(traj.steps) == 2
@@ -129,7 +131,7 @@ def test_conact_prompts_stay_flat_while_react_grows():
 
     sizes = {}
     for name in ("conact", "react"):
-        policy = ConActPolicy(ScriptedLLM(script(30)), make_context(name), WhitespaceCounter())
+        policy = LLMPolicy(ScriptedLLM(script(30)), make_context(name), FivePartProtocol(), WhitespaceCounter())
         task = Task(id="t", goal="g", app="a")
         policy.reset(task)
         for step in range(30):
@@ -163,7 +165,7 @@ def test_conact_policy_runs_end_to_end_against_the_local_openai_server():
 
     with ScriptedOpenAIServer(default="", replies=[answer] * 4) as server:
         client = OpenAIChatClient(LLMSettings(base_url=server.base_url, model="scripted", timeout_s=5))
-        traj = run_episode(FormEnv(), ConActPolicy(client, counter=WhitespaceCounter()),
+        traj = run_episode(FormEnv(), LLMPolicy(client, ConActContext(), FivePartProtocol(), WhitespaceCounter()),
                            Task(id="form", goal="", app="form", seed=3, max_steps=6))
     assert traj.outcome.success, [s.action.describe() for s in traj.steps]
     assert [s.action.kind for s in traj.steps] == [ActionKind.MEMORY, ActionKind.TYPE, ActionKind.TYPE,

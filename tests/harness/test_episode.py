@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import json
 
+from guimem.agents.context import make_context
 from guimem.agents.explorer import ExplorerPolicy
-from guimem.agents.llm import LLMPolicy, LLMPolicySettings
+from guimem.agents.llm import LLMPolicy
 from guimem.envs.base import Transition
 from guimem.errors import EnvError
 from guimem.harness.episode import run_episode
@@ -115,7 +116,7 @@ def test_malformed_reply_is_fed_back_once_then_the_step_fails_as_data():
 
 def test_llm_policy_shows_the_injection_and_the_last_error():
     llm = ScriptedLLM(default='{"action": {"kind": "tap", "ref": "1"}}')
-    policy = LLMPolicy(llm, LLMPolicySettings(context="truncate", keep_last=1), counter=WhitespaceCounter())
+    policy = LLMPolicy(llm, make_context("truncate", keep_last=1), counter=WhitespaceCounter())
     mem = RecordingMemory()
     run_episode(FormEnv(), policy, TASK.model_copy(update={"max_steps": 3}), memory=mem)
     second_prompt = llm.calls[1][1].text()

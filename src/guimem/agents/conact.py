@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from guimem.agents.base import Decision, PolicyInput
-from guimem.llm import LLMClient, text_message
+from guimem.agents.base import PolicyInput
+from guimem.agents.context import ContextStrategy
 from guimem.llm.prompts import render_screen, template
-from guimem.tokens import TiktokenCounter, TokenCounter
-from guimem.types import Action, ActionError, ActionErrorCode, ActionKind, MemoryOp, Preflight, Task
+from guimem.types import Action, ActionKind, MemoryOp, Task
 
+T = TypeVar("T")
 PARTS = ("thinking", "folding", "tool_call", "ui_observation", "action_intent")
 
 
@@ -144,30 +145,12 @@ class ContextState:
         return None
 
 
-class ContextStrategy(Protocol):
-    """How the in-task context is kept and rendered."""
-
-    name: str
-
-    def reset(self, task: Task) -> None:
-        """New episode."""
-        ...
-
-    def render(self, step: int, screen: str, errors: list[str]) -> str:
-        """The user prompt for ``step`` (1-based)."""
-        ...
-
-    def update(self, step: int, reply: Reply, raw: str) -> list[str]:
-        """Take in the step's reply; return the problems to report next step."""
-        ...
-
-
 def _step_line(step: int, reply: Reply) -> str:
     act = reply.action.describe() if reply.action else "(no action)"
     return f"step {step}: {act}; saw: {reply.ui_observation}; intent: {reply.action_intent}"
 
 
-def _prompt(goal: str, history: str, memory: str, recent: str, errors: list[str], step: int, screen: str) -> str:
+def step_prompt(goal: str, history: str, memory: str, recent: str, errors: list[str], step: int, screen: str) -> str:
     problems = ("Problems with your last reply:\n" + "\n".join(f"- {e}" for e in errors) + "\n") if errors else ""
     return template("conact_step").format(goal=goal, history=history or "(none)", memory=memory or "(empty)",
                                           recent=recent or "(first step)", errors=problems, step=step, screen=screen)
@@ -189,7 +172,11 @@ class ConActContext:
         """Goal, folded history, memory, recent record, problems, screen."""
         history = "\n".join(f"[{e.start}-{e.end}] {e.summary}" for e in self.state.history)
         memory = "\n".join(f"{m.id} ({m.description}): {m.content}" for m in self.state.memory.values())
-        return _prompt(self.state.goal, history, memory, self.state.recent, errors, step, screen)
+        return step_prompt(self.state.goal, history, memory, self.state.recent, errors, step, screen)
+
+    def kept(self, items: Sequence[T]) -> tuple[list[T], int]:
+        """ConAct shows no raw step records: its history is the folded one."""
+        return [], len(items)
 
     def update(self, step: int, reply: Reply, raw: str) -> list[str]:
         """Record the step, apply memory actions and the fold."""
@@ -207,95 +194,39 @@ class ConActContext:
         return problems
 
 
-class AppendContext:
-    """``react`` (every step, ``keep`` = None), ``truncate`` (last N), ``none`` (nothing): raw step records."""
+class FivePartProtocol:
+    """ConAct's reply protocol: ``<thinking>``, ``<folding>``, ``<tool_call>``, ``<ui_observation>``,
+    ``<action_intent>``; the context strategy renders the prompt; problems go to the next step's prompt
+    (no re-ask within a step)."""
 
-    def __init__(self, name: str, keep: int | None) -> None:
-        self.name = name
-        self.keep = keep
-        self.goal = ""
-        self.steps: list[str] = []
+    name = "five-part"
+    retries = 0
 
-    def reset(self, task: Task) -> None:
-        """Forget the previous episode."""
-        self.goal, self.steps = task.goal, []
+    def system(self) -> str:
+        """The ConAct system prompt."""
+        return template("conact_system")
 
-    def render(self, step: int, screen: str, errors: list[str]) -> str:
-        """Goal, the kept raw steps, problems, screen."""
-        kept = self.steps if self.keep is None else self.steps[-self.keep:] if self.keep else []
-        return _prompt(self.goal, "\n".join(kept), "", "", errors, step, screen)
-
-    def update(self, step: int, reply: Reply, raw: str) -> list[str]:
-        """Append the whole reply (what a ReAct agent carries forward)."""
-        self.steps.append(f"--- step {step}\n{raw.strip()}")
-        return list(reply.errors)
-
-
-def make_context(name: str, keep_last: int = 5) -> ContextStrategy:
-    """``conact``, ``react``, ``truncate`` or ``none``."""
-    if name == "conact":
-        return ConActContext()
-    if name in ("react", "truncate", "none"):
-        return AppendContext(name, {"react": None, "truncate": keep_last, "none": 0}[name])
-    from guimem.errors import ConfigError
-
-    raise ConfigError(f"unknown context strategy {name!r}", suggestion="conact, react, truncate or none")
-
-
-class ConActPolicy:
-    """An LLM policy speaking the five-part protocol, with a context strategy (``conact`` by default)."""
-
-    def __init__(self, client: LLMClient, context: ContextStrategy | None = None,
-                 counter: TokenCounter | None = None) -> None:
-        self.client = client
-        self.context = context or ConActContext()
-        self.counter = counter or TiktokenCounter()
-        self._errors: list[str] = []
-        self.prompt_tokens: list[int] = []
-
-    @property
-    def name(self) -> str:
-        """``conact:<model>:<strategy>``."""
-        return f"conact:{self.client.name}:{self.context.name}"
-
-    def reset(self, task: Task) -> None:
-        """New episode."""
-        self.context.reset(task)
-        self._errors = []
-        self.prompt_tokens = []
-
-    def preflight(self) -> str:
-        """Check the model endpoint answers (no retries), before any episode.
-
-        Raises:
-            LLMError: Nothing answers at the configured endpoint.
-        """
-        if isinstance(self.client, Preflight):
-            return self.client.preflight()
-        return f"{self.client.name} (no preflight)"
-
-    def act(self, inp: PolicyInput) -> Decision:
-        """One step: render, ask, parse tolerantly, update the context."""
-        step = inp.step + 1
-        errors = self._errors + ([f"your last action failed: {inp.last_error.message}"] if inp.last_error else [])
+    def prompt(self, inp: PolicyInput, context: ContextStrategy, errors: list[str]) -> str:
+        """The context's rendering of this step, then memory's injection."""
         memory = f"\n\nMemory from earlier episodes:\n{inp.injection.text}" if inp.injection.text else ""
-        prompt = self.context.render(step, render_screen(inp.observation), errors) + memory
-        system = template("conact_system")
-        tokens = self.counter.count(system) + self.counter.count(prompt)
-        self.prompt_tokens.append(tokens)
-        # An endpoint failure (LLMError) propagates: it is the infrastructure's, not the agent's.
-        raw = self.client.chat([text_message("system", system), text_message("user", prompt)]).text
-        reply = parse(raw, step)
-        self._errors = self.context.update(step, reply, raw)
-        if reply.action is None:
-            return _failed(ActionErrorCode.PARSE_ERROR, "; ".join(reply.errors), tokens)
-        error = None
-        if reply.action.kind is ActionKind.MEMORY and self._errors:
-            error = ActionError(code=ActionErrorCode.MEMORY_ERROR, message="; ".join(self._errors))
-        return Decision(action=reply.action, thought=reply.thinking, intent=reply.action_intent, error=error,
-                        prompt_tokens=tokens)
+        return context.render(inp.step + 1, render_screen(inp.observation), errors) + memory
 
+    def parse(self, text: str, step: int) -> Reply:
+        """The five parts (never raises)."""
+        return parse(text, step)
 
-def _failed(code: ActionErrorCode, message: str, tokens: int) -> Decision:
-    return Decision(action=Action(kind=ActionKind.WAIT), error=ActionError(code=code, message=message),
-                    prompt_tokens=tokens)
+    def feedback(self, reply: Reply) -> str:
+        """Not used: this protocol reports problems at the next step."""
+        return "; ".join(reply.errors)
+
+    def problems(self, inp: PolicyInput, carried: list[str]) -> list[str]:
+        """What the last reply left, and the last action's error."""
+        return carried + ([f"your last action failed: {inp.last_error.message}"] if inp.last_error else [])
+
+    def record(self, context: ContextStrategy, step: int, reply: Reply, raw: str) -> list[str]:
+        """The context records the step, applies memory actions and the fold."""
+        return context.update(step, reply, raw)
+
+    def failure(self, reply: Reply) -> str:
+        """The parse problems."""
+        return "; ".join(reply.errors)

@@ -1,20 +1,26 @@
-"""The ``llm`` policy: any OpenAI-compatible chat model as the frozen agent.
+"""The ``llm`` policy: any chat model as the frozen agent, in two parts you choose independently.
 
-Each step the prompt holds the goal, memory's injection, the in-task context (strategy: ``react``
-appends every step, ``truncate`` keeps the last N, ``none`` keeps nothing, ``conact`` folds), and
-the screen. The reply is parsed into a typed action; a malformed reply is shown to the model once
-more with the problem, and if it is still malformed the step fails as data (never a crash).
+- A **context strategy** (`guimem.agents.context`): ``conact`` folds its own history and keeps exact
+  facts with memory actions; ``react`` keeps every step, ``truncate`` the last N, ``none`` nothing.
+- A **reply protocol**: `JsonProtocol` (one JSON object: action, thought, intent; a malformed reply is
+  shown to the model once more) or `guimem.agents.conact.FivePartProtocol` (ConAct's tagged parts;
+  problems are reported in the next step's prompt).
+
+A reply that still cannot be parsed makes the step fail as data (``PARSE_ERROR``); a model endpoint
+that fails raises `LLMError`, which the harness records as an infrastructure failure.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from pydantic import BaseModel
 
 from guimem.agents.base import Decision, Policy, PolicyInput
+from guimem.agents.conact import ConActContext, FivePartProtocol, Reply
+from guimem.agents.context import ContextStrategy, make_context
 from guimem.errors import LLMResponseError
 from guimem.llm import ChatMessage, LLMClient, create_llm, image_part, text_message, validate_reply
 from guimem.llm.base import ContentPart
@@ -24,43 +30,115 @@ from guimem.tokens import TiktokenCounter, TokenCounter
 from guimem.types import Action, ActionError, ActionErrorCode, ActionKind, Preflight, Step, Task
 
 
-class Reply(BaseModel):
-    """The JSON a model must answer with."""
+class JsonReply(BaseModel):
+    """The JSON a model must answer with under `JsonProtocol`."""
 
     action: Action
     thought: str | None = None
     intent: str | None = None
 
 
-def parse_reply(text: str) -> Reply:
-    """Parse a model reply.
+def parse_reply(text: str) -> JsonReply:
+    """Parse a JSON-protocol reply.
 
     Raises:
         LLMResponseError: No JSON, or the JSON is not a valid reply (the message says which field).
     """
-    return validate_reply(text, Reply)
+    return validate_reply(text, JsonReply)
 
 
-def render_history(history: tuple[Step, ...], strategy: str, keep_last: int) -> str:
-    """Previous steps for the ``react`` / ``truncate`` / ``none`` strategies."""
-    if strategy == "none" or not history:
+class ReplyProtocol(Protocol):
+    """How the policy asks and how it reads the answer."""
+
+    name: str
+    retries: int
+
+    def system(self) -> str:
+        """The system prompt."""
+        ...
+
+    def prompt(self, inp: PolicyInput, context: ContextStrategy, errors: list[str]) -> str:
+        """The user prompt for this step."""
+        ...
+
+    def parse(self, text: str, step: int) -> Reply:
+        """The parsed reply (``action`` None and ``errors`` set when it is malformed; never raises)."""
+        ...
+
+    def feedback(self, reply: Reply) -> str:
+        """What the model is told when its reply is asked for again."""
+        ...
+
+    def problems(self, inp: PolicyInput, carried: list[str]) -> list[str]:
+        """The problems this step's prompt reports (``carried``: those the last reply left)."""
+        ...
+
+    def record(self, context: ContextStrategy, step: int, reply: Reply, raw: str) -> list[str]:
+        """Let the context take in the reply; the problems to carry to the next step."""
+        ...
+
+    def failure(self, reply: Reply) -> str:
+        """The step's error message when no action could be read."""
+        ...
+
+
+def render_history(history: tuple[Step, ...], context: ContextStrategy) -> str:
+    """Previous steps as action lines, as many as the context strategy keeps."""
+    shown, skipped = context.kept(history)
+    if not shown:
         return ""
-    shown = history[-keep_last:] if strategy == "truncate" else history
     lines = [f"{s.index}. {s.action.describe()}" + (f"  -> error: {s.error.message}" if s.error else "")
              for s in shown]
-    skipped = len(history) - len(shown)
     head = f"Previous steps ({skipped} earlier steps not shown):" if skipped else "Previous steps:"
     return head + "\n" + "\n".join(lines)
 
 
-@dataclass
-class LLMPolicySettings:
-    """Prompt and context options of the ``llm`` policy."""
+class JsonProtocol:
+    """One JSON object per reply; a malformed reply is shown to the model ``retries`` more times."""
 
-    context: str = "react"
-    keep_last: int = 5
-    screenshots: bool = False
-    retries_on_bad_reply: int = 1
+    name = "json"
+
+    def __init__(self, retries: int = 1) -> None:
+        self.retries = retries
+
+    def system(self) -> str:
+        """The JSON-protocol system prompt."""
+        return template("llm_system")
+
+    def prompt(self, inp: PolicyInput, context: ContextStrategy, errors: list[str]) -> str:
+        """Goal, parameters, memory, kept history, the last error, the screen."""
+        error = f"Your previous action failed: {inp.last_error.message}\n" if inp.last_error else ""
+        memory = f"Memory (from earlier episodes):\n{inp.injection.text}\n" if inp.injection.text else ""
+        return template("llm_step").format(
+            goal=inp.task.goal, params=json.dumps(inp.task.params, ensure_ascii=False), memory=memory,
+            history=render_history(inp.history, context), error=error, app=inp.observation.app,
+            location=inp.observation.location, screen=render_screen(inp.observation),
+        )
+
+    def parse(self, text: str, step: int) -> Reply:
+        """The action, thought and intent of a JSON reply."""
+        try:
+            parsed = parse_reply(text)
+        except LLMResponseError as exc:
+            return Reply(errors=[exc.message])
+        return Reply(action=parsed.action, thinking=parsed.thought or "", action_intent=parsed.intent or "")
+
+    def feedback(self, reply: Reply) -> str:
+        """Ask again, saying what was wrong."""
+        return f"That reply was not valid ({'; '.join(reply.errors)}). Reply with one JSON object as described, " \
+               "nothing else."
+
+    def problems(self, inp: PolicyInput, carried: list[str]) -> list[str]:
+        """None: the prompt shows the last action's error itself."""
+        return []
+
+    def record(self, context: ContextStrategy, step: int, reply: Reply, raw: str) -> list[str]:
+        """Nothing to keep: the history is rendered from the episode's steps."""
+        return []
+
+    def failure(self, reply: Reply) -> str:
+        """``unparseable reply: <why>``."""
+        return "unparseable reply: " + "; ".join(reply.errors)
 
 
 class LLMPolicy:
@@ -68,40 +146,42 @@ class LLMPolicy:
 
     Args:
         client: The model endpoint.
-        settings: Context strategy and prompt options.
+        context: The in-task context strategy (default ``react``).
+        protocol: The reply protocol (default JSON).
         counter: Token counter for prompt sizes.
+        screenshots: Attach the step's screenshot as an image part when there is one.
     """
 
-    def __init__(self, client: LLMClient, settings: LLMPolicySettings | None = None,
-                 counter: TokenCounter | None = None) -> None:
+    def __init__(self, client: LLMClient, context: ContextStrategy | None = None,
+                 protocol: ReplyProtocol | None = None, counter: TokenCounter | None = None,
+                 screenshots: bool = False) -> None:
         self.client = client
-        self.settings = settings or LLMPolicySettings()
-        if self.settings.context not in ("react", "truncate", "none"):
-            from guimem.errors import ConfigError
-
-            raise ConfigError(f"unknown context strategy {self.settings.context!r} for the JSON llm policy",
-                              suggestion="use react, truncate or none (conact has its own policy: --context conact)")
+        self.context = context or make_context("react")
+        self.protocol = protocol or JsonProtocol()
         self.counter = counter or TiktokenCounter()
+        self.screenshots = screenshots
+        self.prompt_tokens: list[int] = []
+        self._errors: list[str] = []
 
     @classmethod
     def from_settings(cls, settings: GuimemSettings, seed: int = 0, context: str = "react",
                       screenshots: bool = False, **_: object) -> Policy:
-        """Build with the configured model from the registry (``conact`` uses the five-part protocol)."""
-        client = create_llm(settings.llm)
-        counter = TiktokenCounter(settings.token_encoding)
-        if context == "conact":
-            from guimem.agents.conact import ConActContext, ConActPolicy
-
-            return ConActPolicy(client, ConActContext(), counter)
-        return cls(client, LLMPolicySettings(context=context, screenshots=screenshots), counter)
+        """The configured model (registry); ``conact`` speaks the five-part protocol, the others JSON."""
+        strategy = make_context(context)
+        protocol: ReplyProtocol = FivePartProtocol() if isinstance(strategy, ConActContext) else JsonProtocol()
+        return cls(create_llm(settings.llm), strategy, protocol, TiktokenCounter(settings.token_encoding),
+                   screenshots)
 
     @property
     def name(self) -> str:
-        """``llm:<model>``."""
-        return f"llm:{self.client.name}:{self.settings.context}"
+        """``llm:<client>:<context>``."""
+        return f"llm:{self.client.name}:{self.context.name}"
 
     def reset(self, task: Task) -> None:
-        """Nothing carries over between episodes."""
+        """New episode."""
+        self.context.reset(task)
+        self._errors = []
+        self.prompt_tokens = []
 
     def preflight(self) -> str:
         """Check the model endpoint answers (no retries), before any episode.
@@ -113,44 +193,39 @@ class LLMPolicy:
             return self.client.preflight()
         return f"{self.client.name} (no preflight)"
 
-    def _prompt(self, inp: PolicyInput) -> str:
-        error = f"Your previous action failed: {inp.last_error.message}\n" if inp.last_error else ""
-        memory = f"Memory (from earlier episodes):\n{inp.injection.text}\n" if inp.injection.text else ""
-        return template("llm_step").format(
-            goal=inp.task.goal, params=json.dumps(inp.task.params, ensure_ascii=False), memory=memory,
-            history=render_history(inp.history, self.settings.context, self.settings.keep_last), error=error,
-            app=inp.observation.app, location=inp.observation.location, screen=render_screen(inp.observation),
-        )
-
     def _user_message(self, inp: PolicyInput, prompt: str) -> ChatMessage:
         shot = inp.observation.screenshot
-        if self.settings.screenshots and shot and Path(shot).exists():
+        if self.screenshots and shot and Path(shot).exists():
             return ChatMessage(role="user", content=(ContentPart(type="text", text=prompt), image_part(shot)))
         return text_message("user", prompt)
 
     def act(self, inp: PolicyInput) -> Decision:
-        """Ask the model; tolerate one malformed reply; never raise on a bad reply.
+        """Ask the model, reading its reply with the protocol; never raises on a bad reply.
 
         Raises:
             LLMError: The endpoint failed (after the client's bounded retries): an infrastructure
                 failure, never an agent one.
         """
-        prompt = self._prompt(inp)
-        convo = [text_message("system", template("llm_system")), self._user_message(inp, prompt)]
-        tokens = self.counter.count(template("llm_system")) + self.counter.count(prompt)
-        problem = ""
-        for _ in range(self.settings.retries_on_bad_reply + 1):
-            reply = self.client.chat(convo).text
-            try:
-                parsed = parse_reply(reply)
-            except LLMResponseError as exc:
-                problem = exc.message
-                convo += [text_message("assistant", reply),
-                          text_message("user", f"That reply was not valid ({problem}). Reply with one JSON object "
-                                               "as described, nothing else.")]
-                continue
-            return Decision(action=parsed.action, thought=parsed.thought, intent=parsed.intent, prompt_tokens=tokens)
-        return _failed(ActionErrorCode.PARSE_ERROR, f"unparseable reply: {problem}", tokens)
+        step = inp.step + 1
+        prompt = self.protocol.prompt(inp, self.context, self.protocol.problems(inp, self._errors))
+        system = self.protocol.system()
+        convo = [text_message("system", system), self._user_message(inp, prompt)]
+        tokens = self.counter.count(system) + self.counter.count(prompt)
+        self.prompt_tokens.append(tokens)
+        for attempt in range(self.protocol.retries + 1):
+            raw = self.client.chat(convo).text
+            reply = self.protocol.parse(raw, step)
+            if reply.action is not None or attempt == self.protocol.retries:
+                break
+            convo += [text_message("assistant", raw), text_message("user", self.protocol.feedback(reply))]
+        self._errors = self.protocol.record(self.context, step, reply, raw)
+        if reply.action is None:
+            return _failed(ActionErrorCode.PARSE_ERROR, self.protocol.failure(reply), tokens)
+        error = None
+        if reply.action.kind is ActionKind.MEMORY and self._errors:
+            error = ActionError(code=ActionErrorCode.MEMORY_ERROR, message="; ".join(self._errors))
+        return Decision(action=reply.action, thought=reply.thinking or None, intent=reply.action_intent or None,
+                        error=error, prompt_tokens=tokens)
 
 
 def _failed(code: ActionErrorCode, message: str, tokens: int) -> Decision:

@@ -1,0 +1,84 @@
+"""In-task context strategies of the LLM policy: ``conact`` folds (see `guimem.agents.conact`);
+``react`` keeps every step, ``truncate`` the last N, ``none`` nothing — the selection written once here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+from guimem.errors import ConfigError
+from guimem.types import Task
+
+if TYPE_CHECKING:
+    from guimem.agents.conact import Reply
+
+T = TypeVar("T")
+STRATEGIES = ("conact", "react", "truncate", "none")
+
+
+class ContextStrategy(Protocol):
+    """How the in-task context is kept and rendered."""
+
+    name: str
+
+    def reset(self, task: Task) -> None:
+        """New episode."""
+        ...
+
+    def render(self, step: int, screen: str, errors: list[str]) -> str:
+        """The user prompt for ``step`` (1-based)."""
+        ...
+
+    def update(self, step: int, reply: Reply, raw: str) -> list[str]:
+        """Take in the step's reply; return the problems to report next step."""
+        ...
+
+    def kept(self, items: Sequence[T]) -> tuple[list[T], int]:
+        """Which earlier step records a prompt shows (and how many it leaves out)."""
+        ...
+
+
+class AppendContext:
+    """``react`` (every step, ``keep`` = None), ``truncate`` (last N), ``none`` (nothing): raw step records."""
+
+    def __init__(self, name: str, keep: int | None) -> None:
+        self.name = name
+        self.keep = keep
+        self.goal = ""
+        self.steps: list[str] = []
+
+    def kept(self, items: Sequence[T]) -> tuple[list[T], int]:
+        """All items (react), the last ``keep`` (truncate) or none; and how many were left out."""
+        shown = list(items) if self.keep is None else list(items[-self.keep:]) if self.keep else []
+        return shown, len(items) - len(shown)
+
+    def reset(self, task: Task) -> None:
+        """Forget the previous episode."""
+        self.goal, self.steps = task.goal, []
+
+    def render(self, step: int, screen: str, errors: list[str]) -> str:
+        """Goal, the kept raw steps, problems, screen."""
+        from guimem.agents.conact import step_prompt
+
+        return step_prompt(self.goal, "\n".join(self.kept(self.steps)[0]), "", "", errors, step, screen)
+
+    def update(self, step: int, reply: Reply, raw: str) -> list[str]:
+        """Append the whole reply (what a ReAct agent carries forward)."""
+        self.steps.append(f"--- step {step}\n{raw.strip()}")
+        return list(reply.errors)
+
+
+def make_context(name: str, keep_last: int = 5) -> ContextStrategy:
+    """``conact``, ``react``, ``truncate`` or ``none``.
+
+    Raises:
+        ConfigError: Another name.
+    """
+    if name == "conact":
+        from guimem.agents.conact import ConActContext
+
+        return ConActContext()
+    if name in ("react", "truncate", "none"):
+        return AppendContext(name, {"react": None, "truncate": keep_last, "none": 0}[name])
+    raise ConfigError(f"unknown context strategy {name!r}", suggestion=", ".join(STRATEGIES))
