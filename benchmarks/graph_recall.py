@@ -21,8 +21,9 @@ from _synthetic import FixedEmbedder, percentiles, sample_screen, unit
 from guimem.embeddings.e5 import E5Embedder
 from guimem.memory.base import RecallQuery
 from guimem.memory.generalise import state_text
-from guimem.memory.graph import EdgeBody, GraphMemory, GraphSettings, NodeBody
+from guimem.memory.graph import EdgeBody, GraphMemory, NodeBody
 from guimem.memory.kit import MemoryKit
+from guimem.memory.settings import GraphSettings
 from guimem.storage import Record
 from guimem.storage.base import pack_vector
 from guimem.storage.sqlite import SQLiteStore

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from guimem.llm import LLMClient
 from guimem.memory.base import RecallQuery
-from guimem.memory.graph import GraphMemory, GraphSettings, Structure
+from guimem.memory.graph import GraphMemory
+from guimem.memory.settings import GraphSettings, Structure
 from guimem.memory.subgoals import Granularity, LLMAnnotator, LLMSegmenter, OfflineSegmenter
 from guimem.testing import FormEnv, ScriptedLLM
 from guimem.types import ItemKind, Task

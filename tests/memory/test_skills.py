@@ -5,8 +5,9 @@ import numpy as np
 from guimem.memory.base import RecallQuery
 from guimem.memory.program import SkillProgram, execute
 from guimem.memory.ranking import mmr
+from guimem.memory.settings import SkillSettings
 from guimem.memory.skills.induce import induce
-from guimem.memory.skills.library import SkillMemory, SkillSettings
+from guimem.memory.skills.library import SkillMemory
 from guimem.memory.skills.verify import verify
 from guimem.testing import FormEnv
 from guimem.types import Action, ActionErrorCode, ActionKind, ItemKind, Role, Selector, Task

@@ -7,10 +7,11 @@ from hypothesis import strategies as st
 from guimem.errors import LifecycleError
 from guimem.memory.base import RecallQuery
 from guimem.memory.baselines import AppendAllMemory
+from guimem.memory.settings import GateSettings, SteerSettings
 from guimem.memory.steer.contract import OfflineContractParser, conflicts
 from guimem.memory.steer.items import ALLOWED, Evidence, ItemStatus, TrialRecord, check_transition
-from guimem.memory.steer.memory import SteerMemory, SteerSettings
-from guimem.memory.steer.trials import GateSettings, assign, gate
+from guimem.memory.steer.memory import SteerMemory
+from guimem.memory.steer.trials import assign, gate
 from guimem.testing import FormEnv
 from guimem.types import Task
 from tests.memory.conftest import LOGIN, PASS, USER, episode

@@ -91,6 +91,10 @@ def run_episode(
     When the env, the model endpoint or the store fails, the episode ends with an outcome whose
     ``infra`` field says so (never an agent failure); any other exception propagates.
 
+    The step budget counts the agent's decisions, memory actions and skill calls included; that is
+    why the loop counts them itself rather than wrapping the env in `StepLimit` (which can only see
+    `Env.step` calls, and is for users who keep their own loop).
+
     Args:
         env: The environment (not closed here: one env serves many episodes).
         policy: The frozen agent.

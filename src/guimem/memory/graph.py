@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from enum import StrEnum
 from typing import Literal
 
 import numpy as np
@@ -24,6 +23,7 @@ from guimem.memory.base import LearnReport, RecallQuery, RoundBuffer, RoundLog
 from guimem.memory.generalise import state_text
 from guimem.memory.kit import MemoryKit
 from guimem.memory.ranking import tau_for
+from guimem.memory.settings import GraphSettings, Structure
 from guimem.memory.subgoals import (
     Annotation,
     Annotator,
@@ -41,26 +41,6 @@ from guimem.types import Behaviour, InjectedItem, Injection, ItemKind, Observati
 from guimem.vectors import VectorIndex, create_index
 
 log = logging.getLogger(__name__)
-
-class Structure(StrEnum):
-    """Graph (nearest node, all its edges) or flat (top-k edges by source-screen similarity)."""
-
-    GRAPH = "graph"
-    FLAT = "flat"
-
-
-class GraphSettings(BaseModel):
-    """Options of the graph memory (defaults are the paper's, τ calibrated for the embedder)."""
-
-    tau: float | None = None
-    theta: float = 0.9
-    granularity: Granularity = Granularity.SUBGOAL
-    structure: Structure = Structure.GRAPH
-    flat_k: int = 5
-    max_edges: int = 12
-    extractor: Literal["offline", "llm"] = "offline"
-    exclude_source_task: bool = False
-
 
 class NodeBody(BaseModel):
     """A UI state."""

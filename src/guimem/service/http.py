@@ -35,6 +35,7 @@ from guimem.errors import (
     NotFoundError,
     UnknownBackendError,
 )
+from guimem.memory.graph import EdgeBody, NodeBody
 from guimem.service.core import MemoryService
 from guimem.service.guard import Guard, GuardSettings
 from guimem.service.models import (
@@ -47,7 +48,7 @@ from guimem.service.models import (
     Stats,
     TransferReply,
 )
-from guimem.types import Trajectory, iter_trajectories
+from guimem.types import ItemKind, Trajectory, iter_trajectories
 
 STATUS = {NotFoundError: 404, LifecycleError: 409, ConflictError: 409, FileConflictError: 409, DataError: 422,
           UnknownBackendError: 400, ConfigError: 400}
@@ -167,13 +168,16 @@ def _install_error_handlers(app: FastAPI) -> None:
 
 
 def _graph(service: MemoryService) -> dict[str, list[dict[str, object]]]:
-    nodes = [{"id": r.id, "label": json.loads(r.body).get("signature", "").splitlines()[1:2]}
-             for r in service.store.query(service.namespace, "node")]
-    edges = []
-    for r in service.store.query(service.namespace, "edge", ["active"]):
-        body = json.loads(r.body)
-        edges.append({"id": r.id, "source": body["source"], "target": body["target"], "success": body["success"],
-                      "text": body["text"]})
+    if service.memory.name != "graph":
+        return {"nodes": [], "edges": []}
+    nodes: list[dict[str, object]] = [
+        {"id": r.id, "label": NodeBody.model_validate_json(r.body).signature.splitlines()[1:2]}
+        for r in service.store.query(service.namespace, ItemKind.NODE.value)]
+    edges: list[dict[str, object]] = []
+    for r in service.store.query(service.namespace, ItemKind.EDGE.value, ["active"]):
+        body = EdgeBody.model_validate_json(r.body)
+        edges.append({"id": r.id, "source": body.source, "target": body.target, "success": body.success,
+                      "text": body.text})
     return {"nodes": nodes, "edges": edges}
 
 

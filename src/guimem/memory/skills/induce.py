@@ -16,9 +16,9 @@ from guimem.memory.generalise import (
     template_key,
 )
 from guimem.memory.program import SkillProgram
+from guimem.memory.settings import WINDOW_LENGTHS
 from guimem.types import Action, Trajectory, mask_text
 
-WINDOW_LENGTHS = (2, 3, 4, 5)
 _SLUG = re.compile(r"[^a-z0-9]+")
 
 

@@ -22,7 +22,8 @@ from guimem.memory.base import LearnReport, RecallQuery, RoundBuffer, RoundLog
 from guimem.memory.kit import MemoryKit
 from guimem.memory.program import SkillProgram, execute, record_use
 from guimem.memory.ranking import mmr
-from guimem.memory.skills.induce import WINDOW_LENGTHS, SkillSource, induce
+from guimem.memory.settings import SkillSettings
+from guimem.memory.skills.induce import SkillSource, induce
 from guimem.memory.skills.verify import verify
 from guimem.memory.table import EventType, ItemTable
 from guimem.storage import new_id
@@ -43,19 +44,6 @@ from guimem.vectors import VectorIndex, create_index
 
 log = logging.getLogger(__name__)
 SkillStatus = Literal["verified", "unverified", "rejected"]
-
-
-class SkillSettings(BaseModel):
-    """SGDR parameters (paper defaults; the authors' code uses α = 0.6 for the state term)."""
-
-    alpha: float = 0.5
-    k: int = 5
-    mmr_lambda: float = 0.7
-    pool_min: int = 20
-    lengths: tuple[int, ...] = WINDOW_LENGTHS
-    verify: bool = True
-    recall_unverified: bool = False
-    exclude_source_task: bool = False
 
 
 class SkillBody(BaseModel):

@@ -15,9 +15,10 @@ from types import MappingProxyType
 from guimem.errors import DataError, NotFoundError
 from guimem.memory.base import LearnReport
 from guimem.memory.kit import MemoryKit
+from guimem.memory.settings import GateSettings
 from guimem.memory.steer.items import UNDER_TEST, ItemStatus, KnowledgeItem, TrialRecord, check_transition
 from guimem.memory.steer.propose import Proposer
-from guimem.memory.steer.trials import GateSettings, gate, record
+from guimem.memory.steer.trials import gate, record
 from guimem.memory.table import EventType, ItemTable
 from guimem.types import ItemKind, Trajectory
 

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Literal
-
-from pydantic import BaseModel, Field
 
 from guimem.errors import ConfigError
 from guimem.memory.base import LearnReport, RecallQuery, RoundLog
 from guimem.memory.generalise import state_text
 from guimem.memory.kit import MemoryKit
+from guimem.memory.settings import SteerSettings
 from guimem.memory.steer.contract import (
     ContractParser,
     LLMContractParser,
@@ -26,18 +24,10 @@ from guimem.memory.steer.contract import (
 from guimem.memory.steer.items import UNDER_TEST, ItemStatus, KnowledgeItem, Scope
 from guimem.memory.steer.lifecycle import Admission
 from guimem.memory.steer.propose import LLMProposer, OfflineProposer, Proposer
-from guimem.memory.steer.trials import GateSettings, assign
+from guimem.memory.steer.trials import assign
 from guimem.types import InjectedItem, Injection, ItemKind, Task, Trajectory
 
 log = logging.getLogger(__name__)
-
-
-class SteerSettings(BaseModel):
-    """STEER options."""
-
-    gate: GateSettings = Field(default_factory=GateSettings)
-    exclude_source_task: bool = False
-    extractor: Literal["offline", "llm"] = "offline"
 
 
 def build_extractors(kit: MemoryKit, extractor: str) -> tuple[ContractParser, Proposer]:

@@ -6,9 +6,8 @@ import zlib
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel
-
 from guimem.memory.generalise import generalise_action, performed_actions, state_text, template_key
+from guimem.memory.settings import GateSettings
 from guimem.memory.steer.items import Evidence, ItemStatus, KnowledgeItem, TrialRecord
 from guimem.types import Trajectory
 
@@ -46,16 +45,6 @@ def record(item: KnowledgeItem, traj: Trajectory, arm: Arm, round_index: int) ->
     return TrialRecord(episode=traj.episode_id, task=traj.task.id, seed=traj.task.seed, round=round_index, arm=arm,
                        score=1.0 if traj.outcome.success else 0.0,
                        effective=arm == "trial" and effective_use(item, traj))
-
-
-class GateSettings(BaseModel):
-    """Admission thresholds (DESIGN §4.3.5 defaults)."""
-
-    min_trials: int = 2
-    min_controls: int = 2
-    min_difference: float = 0.0
-    min_effective_uses: int = 2
-    max_harms: int = 0
 
 
 @dataclass(frozen=True)
