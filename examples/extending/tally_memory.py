@@ -1,21 +1,22 @@
 """A memory method of your own: it tallies which screens led to success, and says so on the same screen.
 
+(The `SucceededBefore` method in tests/memory/test_contract.py spells out the same contract without helpers.)
+
 Open it by its import path, e.g. ``guimem eval --methods examples.extending.tally_memory:TallyMemory``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 
-from guimem.memory.base import LearnReport, RecallQuery, RoundBuffer, RoundLog
+from guimem.memory.base import LearnReport, RecallQuery, RoundBuffer, RoundLog, StoredRounds
 from guimem.memory.kit import MemoryKit
 from guimem.memory.settings import MemorySpec
 from guimem.storage.base import EventDraft
 from guimem.types import InjectedItem, Injection, ItemKind, Trajectory, screen_signature
 
 
-class TallyMemory:
+class TallyMemory(StoredRounds):  # StoredRounds: commit_round, committed_round, close
     """Counts successes per (task, screen); recalls the count when the agent is on that screen again."""
 
     def __init__(self, kit: MemoryKit, spec: MemorySpec, env_factory: object = None) -> None:
@@ -55,11 +56,3 @@ class TallyMemory:
     def stats(self) -> dict[str, int]:
         return {"screens": len(self.tally)}
 
-    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
-        self.rounds.commit(self, round_index, trajectories)
-
-    def committed_round(self) -> int:
-        return self.rounds.committed()
-
-    def close(self) -> None:
-        self.rounds.close()

@@ -61,7 +61,7 @@ class SucceededBefore:
         return {"solved": len(self.solved)}
 
     def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
-        self.rounds.commit(self, round_index, trajectories)
+        self.rounds.commit(self.learn, self.end_round, round_index, trajectories)
 
     def committed_round(self) -> int:
         return self.rounds.committed()

@@ -19,7 +19,8 @@ items the agent can execute) and `Curator` (methods with an admission lifecycle)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -140,12 +141,13 @@ class RoundLog:
         value = self.store.meta_get(f"{self.namespace}.boundary") or self.store.meta_get(self.LEGACY_KEY)
         return int(value) if value is not None else -1
 
-    def commit(self, memory: Memory, round_index: int, trajectories: Sequence[Trajectory]) -> None:
+    def commit(self, learn: Callable[[Trajectory], LearnReport], end_round: Callable[[], None], round_index: int,
+               trajectories: Sequence[Trajectory]) -> None:
         """Learn in order, consolidate, mark — in one transaction."""
         with self.store.transaction():
             for t in trajectories:
-                memory.learn(t)
-            memory.end_round()
+                learn(t)
+            end_round()
             self.store.meta_set(f"{self.namespace}.boundary", str(round_index))
 
     def close(self) -> None:
@@ -153,6 +155,36 @@ class RoundLog:
         if not self._closed:
             self._closed = True
             self.store.close()
+
+
+class StoredRounds(ABC):
+    """The round-boundary members of the contract, for a method that holds a `RoundLog` as ``rounds``.
+
+    A helper to mix in (it shares plumbing, not behaviour): ``commit_round`` calls the method's own
+    ``learn`` and ``end_round`` inside the log's transaction.
+    """
+
+    rounds: RoundLog
+
+    @abstractmethod
+    def learn(self, trajectory: Trajectory) -> LearnReport:
+        """Take in one finished episode."""
+
+    @abstractmethod
+    def end_round(self) -> None:
+        """Consolidate at the round boundary."""
+
+    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
+        """Learn the round's episodes, consolidate and mark the round, in one transaction."""
+        self.rounds.commit(self.learn, self.end_round, round_index, trajectories)
+
+    def committed_round(self) -> int:
+        """The last committed round (-1 when none)."""
+        return self.rounds.committed()
+
+    def close(self) -> None:
+        """Close the store (idempotent)."""
+        self.rounds.close()
 
 
 class RoundBuffer:
@@ -206,7 +238,7 @@ class NoMemory:
     def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
         """Nothing to learn; the round is marked (in the store, when there is one)."""
         if self.rounds is not None:
-            self.rounds.commit(self, round_index, trajectories)
+            self.rounds.commit(self.learn, self.end_round, round_index, trajectories)
         self._committed = round_index
 
     def committed_round(self) -> int:

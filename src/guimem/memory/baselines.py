@@ -6,13 +6,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
 
 from guimem.embeddings import EmbedRole
-from guimem.memory.base import LearnReport, RecallQuery, RoundBuffer, RoundLog
+from guimem.memory.base import LearnReport, RecallQuery, RoundBuffer, RoundLog, StoredRounds
 from guimem.memory.generalise import state_text
 from guimem.memory.kit import MemoryKit
 from guimem.memory.steer.items import KnowledgeItem
@@ -24,7 +23,7 @@ from guimem.types import Injection, ItemKind, Trajectory
 from guimem.vectors import VectorIndex, create_index
 
 
-class AppendAllMemory:
+class AppendAllMemory(StoredRounds):
     """Keeps every extracted item; recalls the top ``k`` by similarity (optionally contract-filtered).
 
     Args:
@@ -103,14 +102,3 @@ class AppendAllMemory:
         """Items kept."""
         return {"active": len(self._items)}
 
-    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
-        """Learn the round's episodes, consolidate and mark the round, in one transaction."""
-        self.rounds.commit(self, round_index, trajectories)
-
-    def committed_round(self) -> int:
-        """The last committed round (-1 when none)."""
-        return self.rounds.committed()
-
-    def close(self) -> None:
-        """Close the store (idempotent)."""
-        self.rounds.close()

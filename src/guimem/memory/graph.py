@@ -12,14 +12,13 @@ Ablations (the paper's factorial table): granularity ``action | subgoal | task``
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel
 
 from guimem.embeddings import cosine
-from guimem.memory.base import LearnReport, RecallQuery, RoundBuffer, RoundLog
+from guimem.memory.base import LearnReport, RecallQuery, RoundBuffer, RoundLog, StoredRounds
 from guimem.memory.generalise import state_text
 from guimem.memory.kit import MemoryKit
 from guimem.memory.ranking import tau_for
@@ -65,7 +64,7 @@ class EdgeBody(BaseModel):
     granularity: Granularity = Granularity.SUBGOAL
 
 
-class GraphMemory:
+class GraphMemory(StoredRounds):
     """The ``graph`` memory method.
 
     Args:
@@ -204,14 +203,3 @@ class GraphMemory:
             out[f"edges_{edge.success}"] = out.get(f"edges_{edge.success}", 0) + 1
         return out
 
-    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
-        """Learn the round's episodes, consolidate and mark the round, in one transaction."""
-        self.rounds.commit(self, round_index, trajectories)
-
-    def committed_round(self) -> int:
-        """The last committed round (-1 when none)."""
-        return self.rounds.committed()
-
-    def close(self) -> None:
-        """Close the store (idempotent)."""
-        self.rounds.close()

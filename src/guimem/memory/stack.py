@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from guimem.embeddings import EmbedRole, cosine
 from guimem.envs.base import Env, Transition
 from guimem.llm import LLMClient
-from guimem.memory.base import LearnReport, RecallQuery, RoundLog
+from guimem.memory.base import LearnReport, RecallQuery, RoundLog, StoredRounds
 from guimem.memory.generalise import state_text, template_key
 from guimem.memory.kit import MemoryKit
 from guimem.memory.program import execute, record_use
@@ -109,7 +109,7 @@ class StackProposer:
         return []
 
 
-class StackMemory:
+class StackMemory(StoredRounds):
     """The ``stack`` memory method.
 
     Args:
@@ -160,17 +160,6 @@ class StackMemory:
         """Items by status."""
         return self.lifecycle.stats()
 
-    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
-        """Learn the round's episodes, consolidate and mark the round, in one transaction."""
-        self.rounds.commit(self, round_index, trajectories)
-
-    def committed_round(self) -> int:
-        """The last committed round (-1 when none)."""
-        return self.rounds.committed()
-
-    def close(self) -> None:
-        """Close the store (idempotent)."""
-        self.rounds.close()
 
     def _vector(self, item_id: str, item: KnowledgeItem) -> NDArray[np.float32]:
         if item_id not in self._vectors:

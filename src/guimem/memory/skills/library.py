@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from guimem.embeddings import EmbedRole
 from guimem.envs.base import Env, Transition
-from guimem.memory.base import LearnReport, RecallQuery, RoundBuffer, RoundLog
+from guimem.memory.base import LearnReport, RecallQuery, RoundBuffer, RoundLog, StoredRounds
 from guimem.memory.kit import MemoryKit
 from guimem.memory.program import SkillProgram, execute, record_use
 from guimem.memory.ranking import mmr
@@ -58,7 +58,7 @@ class SkillBody(BaseModel):
     verdict: str = ""
 
 
-class SkillMemory:
+class SkillMemory(StoredRounds):
     """The ``skills`` memory method.
 
     Args:
@@ -204,14 +204,3 @@ class SkillMemory:
             out[status] = out.get(status, 0) + 1
         return out
 
-    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
-        """Learn the round's episodes, consolidate and mark the round, in one transaction."""
-        self.rounds.commit(self, round_index, trajectories)
-
-    def committed_round(self) -> int:
-        """The last committed round (-1 when none)."""
-        return self.rounds.committed()
-
-    def close(self) -> None:
-        """Close the store (idempotent)."""
-        self.rounds.close()

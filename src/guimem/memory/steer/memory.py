@@ -7,10 +7,9 @@ snapshot; an item admitted at the end of round r is first injected in round r + 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 
 from guimem.errors import ConfigError
-from guimem.memory.base import LearnReport, RecallQuery, RoundLog
+from guimem.memory.base import LearnReport, RecallQuery, RoundLog, StoredRounds
 from guimem.memory.generalise import state_text
 from guimem.memory.kit import MemoryKit
 from guimem.memory.settings import SteerSettings
@@ -86,7 +85,7 @@ def _rank(entry: tuple[str, KnowledgeItem]) -> tuple[int, int, str]:
     return (-len(item.provenance.episodes), item.created_round, item_id)
 
 
-class SteerMemory:
+class SteerMemory(StoredRounds):
     """The ``steer`` memory method: at most one procedure and one warning per step, from an `Admission`
     lifecycle (items admitted after trials against matched controls)."""
 
@@ -103,17 +102,6 @@ class SteerMemory:
         """``steer``."""
         return "steer"
 
-    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
-        """Learn the round's episodes, consolidate and mark the round, in one transaction."""
-        self.rounds.commit(self, round_index, trajectories)
-
-    def committed_round(self) -> int:
-        """The last committed round (-1 when none)."""
-        return self.rounds.committed()
-
-    def close(self) -> None:
-        """Close the store (idempotent)."""
-        self.rounds.close()
 
     @property
     def round(self) -> int:
