@@ -105,7 +105,8 @@ def test_sigkill_mid_run_then_resume_equals_an_uninterrupted_run(tmp_path):
     proc.wait()
     interrupted = len(results.read_text().splitlines())
     assert 25 <= interrupted < 60, "the run should have been killed mid-way"
-    subprocess.run(_cli(killed), env=env, check=True, capture_output=True, timeout=600)
+    resumed = subprocess.run(_cli(killed), env=env, capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
     a = json.loads((full / "summary.json").read_text())
     b = json.loads((killed / "summary.json").read_text())
     assert strip_timing(a["methods"]) == strip_timing(b["methods"])
@@ -127,3 +128,15 @@ def test_ray_backend_gives_the_same_results_as_one_process(tmp_path):
     ray_spec = spec(methods=["steer", "stack"], workers=2).model_copy(update={"backend": "ray"})
     distributed = Evaluation(ray_spec, tmp_path / "ray", settings()).run()
     assert strip_timing(one.model_dump()["methods"]) == strip_timing(distributed.model_dump()["methods"])
+
+
+def test_a_trace_line_and_a_snapshot_torn_by_a_crash_do_not_stop_the_resume(tmp_path):
+    full = Evaluation(spec(methods=["graph", "steer"]), tmp_path / "full", settings()).run()
+    assert Evaluation(spec(methods=["graph", "steer"]), tmp_path / "run", settings(), stop_after=10).run() is None
+    run = RunDir(tmp_path / "run")
+    last = run.results()[-1]
+    with run.trace_file(last.method, last.round).open("ab") as fh:
+        fh.write(b'{"version": 1, "episode_id": "torn", "task": {"id": "fo')  # killed mid-line
+    run.snapshot_file("graph", 0).write_text('{"torn')  # a snapshot written before writes were atomic
+    resumed = Evaluation(spec(methods=["graph", "steer"]), tmp_path / "run", settings()).run()
+    assert strip_timing(resumed.model_dump()["methods"]) == strip_timing(full.model_dump()["methods"])

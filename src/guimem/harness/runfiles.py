@@ -17,10 +17,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from guimem.errors import ConfigError, DataError
+from guimem.errors import ConfigError, DataError, TrajectoryFormatError
 from guimem.memory.settings import MemorySpec
 from guimem.tasks import Suite
-from guimem.types import InfraFailure, Trajectory, append_trajectory, iter_trajectories
+from guimem.types import InfraFailure, Trajectory, append_trajectory
+from guimem.types.files import parse_trajectory_line
 
 RESULTS_VERSION = 1
 
@@ -193,19 +194,44 @@ class RunDir:
             os.fsync(fh.fileno())
 
     def trajectories(self, method: str, round_index: int, episode_ids: set[str]) -> dict[str, Trajectory]:
-        """Recorded trajectories of one method and round, by episode id (only committed ones)."""
+        """Recorded trajectories of one method and round, by episode id (only committed ones).
+
+        A line torn by a crash belongs to an episode that never got its result line (the trace is
+        written first), so unreadable lines are skipped; a committed episode whose trace is missing
+        is an error.
+
+        Raises:
+            DataError: A committed episode has no readable trace.
+        """
         path = self.trace_file(method, round_index)
-        if not path.exists():
-            return {}
-        return {t.episode_id: t for t in iter_trajectories(path) if t.episode_id in episode_ids}
+        found: dict[str, Trajectory] = {}
+        if path.exists():
+            for number, raw in enumerate(path.read_bytes().splitlines(), start=1):
+                try:
+                    t = parse_trajectory_line(raw.decode("utf-8"), path=str(path), line=number)
+                except (UnicodeDecodeError, TrajectoryFormatError):
+                    continue
+                if t.episode_id in episode_ids:
+                    found[t.episode_id] = t
+        missing = episode_ids - set(found)
+        if missing:
+            raise DataError(f"{len(missing)} finished episodes have no readable trace", path=str(path),
+                            suggestion="the run folder was changed by hand; start a new --out folder")
+        return found
 
     def write_snapshot(self, method: str, round_index: int, stats: dict[str, int]) -> None:
-        """Memory stats after a round boundary."""
+        """Memory stats after a round boundary (written atomically: a crash leaves it whole or absent)."""
         path = self.snapshot_file(method, round_index)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(stats, sort_keys=True))
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(stats, sort_keys=True))
+        tmp.replace(path)
 
     def snapshot(self, method: str, round_index: int) -> dict[str, int] | None:
         """The stats written by `write_snapshot`, if any."""
         path = self.snapshot_file(method, round_index)
-        return json.loads(path.read_text()) if path.exists() else None
+        try:
+            value: dict[str, int] = json.loads(path.read_text())
+        except (OSError, ValueError):  # absent (or torn by a crash before writes were atomic)
+            return None
+        return value
