@@ -130,7 +130,7 @@ def test_ray_backend_gives_the_same_results_as_one_process(tmp_path):
     assert strip_timing(one.model_dump()["methods"]) == strip_timing(distributed.model_dump()["methods"])
 
 
-def test_a_trace_line_and_a_snapshot_torn_by_a_crash_do_not_stop_the_resume(tmp_path):
+def test_lines_and_a_snapshot_torn_by_a_crash_do_not_stop_the_resume(tmp_path):
     full = Evaluation(spec(methods=["graph", "steer"]), tmp_path / "full", settings()).run()
     assert Evaluation(spec(methods=["graph", "steer"]), tmp_path / "run", settings(), stop_after=10).run() is None
     run = RunDir(tmp_path / "run")
@@ -138,5 +138,7 @@ def test_a_trace_line_and_a_snapshot_torn_by_a_crash_do_not_stop_the_resume(tmp_
     with run.trace_file(last.method, last.round).open("ab") as fh:
         fh.write(b'{"version": 1, "episode_id": "torn", "task": {"id": "fo')  # killed mid-line
     run.snapshot_file("graph", 0).write_text('{"torn')  # a snapshot written before writes were atomic
+    with run.results_file.open("ab") as fh:
+        fh.write(b'{"method": "steer", "round": 1, "ta')  # and the results line after it
     resumed = Evaluation(spec(methods=["graph", "steer"]), tmp_path / "run", settings()).run()
     assert strip_timing(resumed.model_dump()["methods"]) == strip_timing(full.model_dump()["methods"])

@@ -9,6 +9,7 @@ injection), ``memory/<method>.sqlite`` (each method's store), ``snapshots/<metho
 from __future__ import annotations
 
 import json
+import logging
 import os
 import platform
 import time
@@ -24,6 +25,7 @@ from guimem.types import InfraFailure, Trajectory, append_trajectory
 from guimem.types.files import parse_trajectory_line
 
 RESULTS_VERSION = 1
+log = logging.getLogger(__name__)
 
 
 def package_versions() -> dict[str, str]:
@@ -168,27 +170,30 @@ class RunDir:
             raise DataError(f"cannot read run spec: {exc}", path=str(self.spec_file)) from None
 
     def results(self) -> list[EpisodeResult]:
-        """Finished episodes; a torn last line (crash mid-write) is ignored."""
+        """Finished episodes. A line torn by a crash (its episode never committed) is skipped; it runs again."""
         if not self.results_file.exists():
             return []
         out = []
-        lines = self.results_file.read_text(encoding="utf-8").splitlines()
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
+        for number, raw in enumerate(self.results_file.read_bytes().splitlines(), start=1):
+            if not raw.strip():
                 continue
             try:
-                out.append(EpisodeResult.model_validate_json(line))
+                out.append(EpisodeResult.model_validate_json(raw))
             except ValidationError:
-                if number == len(lines):
-                    break
-                raise DataError("malformed result line", path=str(self.results_file), line=number) from None
+                log.warning("%s:%d: skipping a result line torn by a crash", self.results_file, number)
         return out
 
     def record(self, result: EpisodeResult, trajectory: Trajectory) -> None:
         """Persist one episode: its trace first, then its result line (the commit marker)."""
         append_trajectory(self.trace_file(result.method, result.round), trajectory)
-        line = result.model_dump_json() + "\n"
-        with self.results_file.open("a", encoding="utf-8") as fh:
+        line = (result.model_dump_json() + "\n").encode("utf-8")
+        with self.results_file.open("a+b") as fh:
+            fh.seek(0, os.SEEK_END)
+            if fh.tell() > 0:
+                fh.seek(-1, os.SEEK_END)
+                if fh.read(1) != b"\n":  # the last line was torn by a crash: start a new one
+                    line = b"\n" + line
+            fh.seek(0, os.SEEK_END)
             fh.write(line)
             fh.flush()
             os.fsync(fh.fileno())

@@ -74,12 +74,23 @@ def read_trajectories(path: Path | str) -> list[Trajectory]:
 
 
 def append_trajectory(path: Path | str, trajectory: Trajectory) -> None:
-    """Append one episode as one line, flushed and fsynced so a crash cannot leave half a line."""
+    """Append one episode as one line, flushed and fsynced.
+
+    A process killed mid-write can leave a last line without its newline; the next episode then
+    starts on a line of its own, so only the torn line is unreadable (readers of committed episodes
+    skip it).
+    """
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     line = trajectory.model_dump_json() + "\n"
-    with p.open("a", encoding="utf-8") as fh:
-        fh.write(line)
+    with p.open("a+b") as fh:
+        fh.seek(0, os.SEEK_END)
+        if fh.tell() > 0:
+            fh.seek(-1, os.SEEK_END)
+            if fh.read(1) != b"\n":
+                line = "\n" + line
+        fh.seek(0, os.SEEK_END)
+        fh.write(line.encode("utf-8"))
         fh.flush()
         os.fsync(fh.fileno())
 
