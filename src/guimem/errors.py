@@ -185,7 +185,17 @@ class SkillError(GuimemError):
 
 
 class LLMError(GuimemError):
-    """The model endpoint failed (network, HTTP status, timeout)."""
+    """The model endpoint failed (network, HTTP status, timeout).
+
+    Args:
+        message: What failed.
+        status: The HTTP status the endpoint answered with, when it answered.
+        suggestion: The fix, when known.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, suggestion: str | None = None) -> None:
+        self.status = status
+        super().__init__(message, suggestion=suggestion)
 
 
 class LLMResponseError(LLMError):

@@ -23,6 +23,10 @@ class LLMSettings(BaseModel):
     timeout_s: float = 60.0
     max_retries: int = Field(default=3, ge=0)
     max_total_s: float = Field(default=120.0, gt=0)
+    structured_output: Literal["auto", "json_schema", "json_object", "text"] = Field(
+        default="auto", description="How replies are constrained to a JSON schema: json_schema (OpenAI, vLLM), "
+        "json_object with a schema (llama.cpp's server), text (no constraint, tolerant parsing); auto tries "
+        "them in that order once per endpoint and keeps the first the server accepts")
     temperature: float = 0.0
     max_tokens: int = 1024
 

@@ -219,6 +219,10 @@ class FivePartProtocol:
         """Not used: this protocol reports problems at the next step."""
         return "; ".join(reply.errors)
 
+    def schema(self, inp: PolicyInput) -> dict[str, object] | None:
+        """None: five tagged parts are free text."""
+        return None
+
     def problems(self, inp: PolicyInput, carried: list[str]) -> list[str]:
         """What the last reply left, and the last action's error."""
         return carried + ([f"your last action failed: {inp.last_error.message}"] if inp.last_error else [])

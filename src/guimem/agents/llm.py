@@ -23,11 +23,13 @@ from guimem.agents.conact import ConActContext, FivePartProtocol, Reply
 from guimem.agents.context import ContextStrategy, make_context
 from guimem.errors import LLMResponseError
 from guimem.llm import ChatMessage, LLMClient, create_llm, image_part, text_message, validate_reply
-from guimem.llm.base import ContentPart
+from guimem.llm.base import ChatResult, ContentPart, StructuredChat
 from guimem.llm.prompts import render_screen, template
 from guimem.settings import GuimemSettings
 from guimem.tokens import TiktokenCounter, TokenCounter
-from guimem.types import Action, ActionError, ActionErrorCode, ActionKind, Preflight, Step, Task
+from guimem.types import Action, ActionError, ActionErrorCode, ActionKind, Observation, Preflight, Step, Task
+
+RETRY_TEMPERATURE_STEP = 0.7
 
 
 class JsonReply(BaseModel):
@@ -69,6 +71,10 @@ class ReplyProtocol(Protocol):
         """What the model is told when its reply is asked for again."""
         ...
 
+    def schema(self, inp: PolicyInput) -> dict[str, object] | None:
+        """The JSON schema the reply must follow (None: free text), for servers that can enforce one."""
+        ...
+
     def problems(self, inp: PolicyInput, carried: list[str]) -> list[str]:
         """The problems this step's prompt reports (``carried``: those the last reply left)."""
         ...
@@ -91,6 +97,37 @@ def render_history(history: tuple[Step, ...], context: ContextStrategy) -> str:
              for s in shown]
     head = f"Previous steps ({skipped} earlier steps not shown):" if skipped else "Previous steps:"
     return head + "\n" + "\n".join(lines)
+
+
+def _variant(kind: ActionKind, **fields: dict[str, object]) -> dict[str, object]:
+    return {"type": "object", "properties": {"kind": {"const": kind.value}, **fields},
+            "required": ["kind", *fields], "additionalProperties": False}
+
+
+def reply_schema(obs: Observation) -> dict[str, object]:
+    """The JSON-protocol reply as a schema for this screen: one variant per action kind, with that kind's
+    required fields, and ``ref`` limited to the elements on this screen.
+
+    Built from the action vocabulary (`ActionKind`), so what a constrained model can say is what the
+    code executes; kept flat (no ``$ref``) for servers' grammar converters.
+    """
+    refs = [el.ref for el in obs.elements]
+    ref: dict[str, object] = {"enum": refs} if refs else {"type": "null"}
+    text: dict[str, object] = {"type": "string"}
+    variants = [
+        _variant(ActionKind.TAP, ref=ref),
+        _variant(ActionKind.TYPE, ref=ref, text=text),
+        _variant(ActionKind.KEY, key={"enum": ["enter", "tab", "backspace", "escape", "up", "down", "left", "right",
+                                               "space", "delete", "home", "end", "pageup", "pagedown"]}),
+        _variant(ActionKind.SCROLL, direction={"enum": ["up", "down", "left", "right"]}),
+        _variant(ActionKind.OPEN_APP, app=text),
+        _variant(ActionKind.RUN_SKILL, skill=text),
+        _variant(ActionKind.ANSWER, text=text),
+        _variant(ActionKind.WAIT),
+        _variant(ActionKind.DONE),
+    ]
+    return {"type": "object", "properties": {"thought": text, "intent": text, "action": {"anyOf": variants}},
+            "required": ["thought", "intent", "action"], "additionalProperties": False}
 
 
 class JsonProtocol:
@@ -127,6 +164,10 @@ class JsonProtocol:
         """Ask again, saying what was wrong."""
         return f"That reply was not valid ({'; '.join(reply.errors)}). Reply with one JSON object as described, " \
                "nothing else."
+
+    def schema(self, inp: PolicyInput) -> dict[str, object] | None:
+        """`reply_schema` of the current screen."""
+        return reply_schema(inp.observation)
 
     def problems(self, inp: PolicyInput, carried: list[str]) -> list[str]:
         """None: the prompt shows the last action's error itself."""
@@ -199,6 +240,12 @@ class LLMPolicy:
             return ChatMessage(role="user", content=(ContentPart(type="text", text=prompt), image_part(shot)))
         return text_message("user", prompt)
 
+    def _ask(self, convo: list[ChatMessage], schema: dict[str, object] | None, temperature: float | None
+             ) -> ChatResult:
+        if schema is not None and isinstance(self.client, StructuredChat):
+            return self.client.chat_structured(convo, schema, temperature=temperature)
+        return self.client.chat(convo, temperature=temperature)
+
     def act(self, inp: PolicyInput) -> Decision:
         """Ask the model, reading its reply with the protocol; never raises on a bad reply.
 
@@ -212,12 +259,15 @@ class LLMPolicy:
         convo = [text_message("system", system), self._user_message(inp, prompt)]
         tokens = self.counter.count(system) + self.counter.count(prompt)
         self.prompt_tokens.append(tokens)
+        schema = self.protocol.schema(inp)
+        temperature: float | None = None
         for attempt in range(self.protocol.retries + 1):
-            raw = self.client.chat(convo).text
+            raw = self._ask(convo, schema, temperature).text
             reply = self.protocol.parse(raw, step)
             if reply.action is not None or attempt == self.protocol.retries:
                 break
             convo += [text_message("assistant", raw), text_message("user", self.protocol.feedback(reply))]
+            temperature = min(1.0, (temperature or 0.0) + RETRY_TEMPERATURE_STEP)  # the same prompt at 0 repeats itself
         self._errors = self.protocol.record(self.context, step, reply, raw)
         if reply.action is None:
             return _failed(ActionErrorCode.PARSE_ERROR, self.protocol.failure(reply), tokens)

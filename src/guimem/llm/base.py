@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import mimetypes
+from enum import StrEnum
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
@@ -72,6 +73,24 @@ class LLMClient(Protocol):
     def chat(self, messages: list[ChatMessage], *, temperature: float | None = None,
              max_tokens: int | None = None) -> ChatResult:
         """One completion."""
+        ...
+
+
+class OutputMode(StrEnum):
+    """How a reply is constrained to a JSON schema (negotiated per endpoint)."""
+
+    JSON_SCHEMA = "json_schema"
+    JSON_OBJECT = "json_object"
+    TEXT = "text"
+
+
+@runtime_checkable
+class StructuredChat(Protocol):
+    """A client that can constrain a reply to a JSON schema (an optional ability of `LLMClient`)."""
+
+    def chat_structured(self, messages: list[ChatMessage], schema: dict[str, object], *,
+                        temperature: float | None = None, max_tokens: int | None = None) -> ChatResult:
+        """One completion whose text is JSON following ``schema`` when the server can ensure it."""
         ...
 
 

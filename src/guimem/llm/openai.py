@@ -8,11 +8,19 @@ import time
 import httpx
 
 from guimem.errors import LLMError
-from guimem.llm.base import ChatMessage, ChatResult, Usage
+from guimem.llm.base import ChatMessage, ChatResult, OutputMode, Usage
 from guimem.settings import LLMSettings
 
 log = logging.getLogger(__name__)
 _RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+
+
+def _response_format(mode: OutputMode, schema: dict[str, object]) -> dict[str, object]:
+    if mode is OutputMode.JSON_SCHEMA:
+        return {"response_format": {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}}
+    if mode is OutputMode.JSON_OBJECT:
+        return {"response_format": {"type": "json_object", "schema": schema}}
+    return {}
 _ENDPOINT_HINT = "start the model server, or point GUIMEM_LLM__BASE_URL at one that runs"
 
 
@@ -29,6 +37,8 @@ class OpenAIChatClient:
         self.backoff_s = backoff_s
         self.usage = Usage()
         self.calls = 0
+        self.mode: OutputMode | None = None if settings.structured_output == "auto" \
+            else OutputMode(settings.structured_output)
         headers = {}
         if settings.api_key is not None:
             headers["Authorization"] = f"Bearer {settings.api_key.get_secret_value()}"
@@ -42,14 +52,44 @@ class OpenAIChatClient:
     def chat(self, messages: list[ChatMessage], *, temperature: float | None = None,
              max_tokens: int | None = None) -> ChatResult:
         """One completion, retried on 429/5xx and transport errors."""
-        payload = {
+        return self._complete(self._payload(messages, temperature, max_tokens), retry=True)
+
+    def chat_structured(self, messages: list[ChatMessage], schema: dict[str, object], *,
+                        temperature: float | None = None, max_tokens: int | None = None) -> ChatResult:
+        """One completion constrained to ``schema`` in the endpoint's mode.
+
+        With ``structured_output: auto`` the first call tries ``json_schema`` (OpenAI, vLLM), then
+        ``json_object`` with a schema (llama.cpp's server answers HTTP 500 to ``json_schema``), then
+        plain text; the first mode the server accepts is kept for every later call (``self.mode``).
+        """
+        payload = self._payload(messages, temperature, max_tokens)
+        if self.mode is not None:
+            return self._complete({**payload, **_response_format(self.mode, schema)}, retry=True)
+        for mode in (OutputMode.JSON_SCHEMA, OutputMode.JSON_OBJECT):
+            try:
+                result = self._complete({**payload, **_response_format(mode, schema)}, retry=False)
+            except LLMError as exc:
+                if exc.status is None or exc.status in (401, 403, 404, 429):
+                    raise
+                log.info("%s: %s output refused (HTTP %s); trying the next mode", self.name, mode, exc.status)
+                continue
+            self.mode = mode
+            return result
+        self.mode = OutputMode.TEXT
+        return self._complete(payload, retry=True)
+
+    def _payload(self, messages: list[ChatMessage], temperature: float | None, max_tokens: int | None
+                 ) -> dict[str, object]:
+        return {
             "model": self.settings.model,
             "messages": [m.model_dump(exclude_none=True) for m in messages],
             "temperature": self.settings.temperature if temperature is None else temperature,
             "max_tokens": max_tokens or self.settings.max_tokens,
         }
+
+    def _complete(self, payload: dict[str, object], retry: bool) -> ChatResult:
         start = time.perf_counter()
-        resp = self._post_with_retries(payload)
+        resp = self._post_with_retries(payload, retry)
         try:
             body = resp.json()
             text = body["choices"][0]["message"]["content"] or ""
@@ -83,11 +123,12 @@ class OpenAIChatClient:
             names = []
         return f"{self.settings.base_url} serves {', '.join(names) or 'an unnamed model'}"
 
-    def _post_with_retries(self, payload: dict[str, object]) -> httpx.Response:
+    def _post_with_retries(self, payload: dict[str, object], retry: bool = True) -> httpx.Response:
         delay = self.backoff_s
         last = ""
+        status: int | None = None
         deadline = time.monotonic() + self.settings.max_total_s
-        for attempt in range(self.settings.max_retries + 1):
+        for attempt in range((self.settings.max_retries if retry else 0) + 1):
             try:
                 resp = self._client.post("/chat/completions", json=payload)
             except httpx.TransportError as exc:
@@ -95,6 +136,7 @@ class OpenAIChatClient:
             else:
                 if resp.status_code < 400:
                     return resp
+                status = resp.status_code
                 last = f"HTTP {resp.status_code}: {resp.text[:200]}"
                 if resp.status_code not in _RETRY_STATUS:
                     break
@@ -103,8 +145,8 @@ class OpenAIChatClient:
                     delay = float(retry_after)
             if time.monotonic() + delay > deadline:
                 break
-            if attempt < self.settings.max_retries:
+            if retry and attempt < self.settings.max_retries:
                 log.warning("%s: %s; retrying in %.1fs", self.name, last, delay)
                 time.sleep(delay)
                 delay *= 2
-        raise LLMError(f"{self.name}: request failed: {last}", suggestion=_ENDPOINT_HINT)
+        raise LLMError(f"{self.name}: request failed: {last}", status=status, suggestion=_ENDPOINT_HINT)

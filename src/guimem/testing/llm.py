@@ -91,11 +91,15 @@ class ScriptedOpenAIServer:
     Args:
         replies: The script.
         default: Reply text once the script is used up.
+        refuse_formats: ``response_format`` types answered with HTTP 500, as a server that does not
+            support them does (llama.cpp's server refuses ``json_schema``).
     """
 
-    def __init__(self, replies: Iterable[str | tuple[int, str] | Reply] = (), default: str = "") -> None:
+    def __init__(self, replies: Iterable[str | tuple[int, str] | Reply] = (), default: str = "",
+                 refuse_formats: Iterable[str] = ()) -> None:
         self.script: deque[Any] = deque(replies)
         self.default = default
+        self.refuse_formats = set(refuse_formats)
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._server = _Server(("127.0.0.1", 0), _Handler)
@@ -118,6 +122,9 @@ class ScriptedOpenAIServer:
 
     def next_reply(self, request: dict[str, Any]) -> tuple[int, bytes]:
         """The HTTP status and body for the next chat request."""
+        kind = (request.get("response_format") or {}).get("type")
+        if kind in self.refuse_formats:
+            return 500, json.dumps({"error": f"response_format {kind} is not supported"}).encode()
         with self._lock:
             entry = self.script.popleft() if self.script else self.default
         if isinstance(entry, tuple):

@@ -1,0 +1,93 @@
+"""Structured output negotiated per server, and a reply schema that says exactly what the code executes."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+
+from guimem.agents.llm import JsonReply, LLMPolicy, reply_schema
+from guimem.harness.episode import run_episode
+from guimem.llm import text_message
+from guimem.llm.base import OutputMode
+from guimem.llm.openai import OpenAIChatClient
+from guimem.settings import LLMSettings
+from guimem.testing import FormEnv, ScriptedOpenAIServer
+from guimem.types import Task
+
+SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
+
+
+def client(server, **kw) -> OpenAIChatClient:
+    return OpenAIChatClient(LLMSettings(base_url=server.base_url, model="m", timeout_s=5, **kw), backoff_s=0.01)
+
+
+@pytest.mark.parametrize(("refused", "chosen"), [((), OutputMode.JSON_SCHEMA),
+                                                 (("json_schema",), OutputMode.JSON_OBJECT),
+                                                 (("json_schema", "json_object"), OutputMode.TEXT)])
+def test_the_output_mode_is_detected_once_per_endpoint(refused, chosen):
+    with ScriptedOpenAIServer(default='{"a": "x"}', refuse_formats=refused) as server:
+        c = client(server)
+        assert c.chat_structured([text_message("user", "hi")], SCHEMA).text == '{"a": "x"}'
+        assert c.mode is chosen
+        detected = len(server.requests)
+        c.chat_structured([text_message("user", "again")], SCHEMA)
+        assert len(server.requests) == detected + 1, "the mode is kept, not negotiated again"
+    sent = [r["body"].get("response_format", {}).get("type") for r in server.requests]
+    assert sent[-1] == (None if chosen is OutputMode.TEXT else chosen.value)
+    if chosen is OutputMode.JSON_OBJECT:
+        assert server.requests[-1]["body"]["response_format"]["schema"] == SCHEMA  # llama.cpp's form
+
+
+def test_a_configured_mode_is_used_as_is_and_a_dead_endpoint_is_not_mistaken_for_a_refusal():
+    with ScriptedOpenAIServer(default='{"a": "x"}') as server:
+        c = client(server, structured_output="json_object")
+        c.chat_structured([text_message("user", "hi")], SCHEMA)
+        assert [r["body"]["response_format"]["type"] for r in server.requests] == ["json_object"]
+    from guimem.errors import LLMError
+
+    dead = OpenAIChatClient(LLMSettings(base_url="http://127.0.0.1:9/v1", max_retries=0, timeout_s=2))
+    with pytest.raises(LLMError):
+        dead.chat_structured([text_message("user", "hi")], SCHEMA)
+    assert dead.mode is None
+
+
+def _screen():
+    return FormEnv().reset(Task(id="form", goal="", app="form", seed=1))
+
+
+ACCEPTED = [{"kind": "tap", "ref": "{ref}"}, {"kind": "type", "ref": "{ref}", "text": "alice"},
+            {"kind": "key", "key": "enter"}, {"kind": "scroll", "direction": "down"}, {"kind": "wait"},
+            {"kind": "done"}, {"kind": "answer", "text": "42"}, {"kind": "run_skill", "skill": "login"},
+            {"kind": "open_app", "app": "mail"}]
+REFUSED = [{"kind": "tap"}, {"kind": "type", "ref": "{ref}"}, {"kind": "tap", "ref": "no-such-ref"},
+           {"kind": "key"}, {"kind": "teleport"}, {"kind": "memory", "op": "add", "text": "x"}]
+
+
+@pytest.mark.parametrize("action", ACCEPTED)
+def test_every_reply_the_schema_allows_parses_as_an_executable_action(action):
+    obs = _screen()
+    ref = obs.elements[1].ref
+    reply = {"thought": "t", "intent": "i", "action": json.loads(json.dumps(action).replace("{ref}", ref))}
+    jsonschema.validate(reply, reply_schema(obs))
+    parsed = JsonReply.model_validate(reply).action
+    assert parsed.ref is None or obs.element(parsed.ref) is not None
+
+
+@pytest.mark.parametrize("action", REFUSED)
+def test_the_schema_refuses_actions_the_code_would_refuse_or_could_not_execute(action):
+    obs = _screen()
+    reply = {"thought": "t", "intent": "i",
+             "action": json.loads(json.dumps(action).replace("{ref}", obs.elements[1].ref))}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(reply, reply_schema(obs))
+
+
+def test_a_reask_raises_the_temperature_so_the_model_does_not_repeat_itself():
+    with ScriptedOpenAIServer(["not json at all", '{"thought": "t", "intent": "i", "action": {"kind": "wait"}}'],
+                              default='{"thought": "t", "intent": "i", "action": {"kind": "done"}}') as server:
+        c = client(server, structured_output="text")
+        run_episode(FormEnv(), LLMPolicy(c), Task(id="form", goal="", app="form", seed=1, max_steps=1))
+    temps = [r["body"]["temperature"] for r in server.requests[:2]]
+    assert temps[0] == 0.0 and temps[1] > temps[0]
