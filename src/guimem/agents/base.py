@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from guimem.types import Action, ActionError, Injection, Observation, Step, Task
+from guimem.types import Action, ActionError, Injection, ModelCall, Observation, Step, Task
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,7 @@ class Decision:
         intent: What the action is meant to achieve (used to segment subgoals).
         error: A problem in the policy's own output (e.g. an unparseable reply), shown next step.
         prompt_tokens: Tokens sent to the model for this step (0 for offline policies).
+        model_calls: Every model request this step made (recorded in the trace).
     """
 
     action: Action
@@ -46,6 +47,7 @@ class Decision:
     intent: str | None = None
     error: ActionError | None = None
     prompt_tokens: int = 0
+    model_calls: tuple[ModelCall, ...] = ()
 
 
 @runtime_checkable

@@ -27,7 +27,18 @@ from guimem.llm.base import ChatResult, ContentPart, StructuredChat
 from guimem.llm.prompts import render_screen, template
 from guimem.settings import GuimemSettings
 from guimem.tokens import TiktokenCounter, TokenCounter
-from guimem.types import Action, ActionError, ActionErrorCode, ActionKind, Observation, Preflight, Step, Task
+from guimem.types import (
+    Action,
+    ActionError,
+    ActionErrorCode,
+    ActionKind,
+    ModelCall,
+    Observation,
+    Preflight,
+    Step,
+    Task,
+)
+from guimem.types.episode import MAX_RECORDED_REPLY
 
 RETRY_TEMPERATURE_STEP = 0.7
 
@@ -261,23 +272,34 @@ class LLMPolicy:
         self.prompt_tokens.append(tokens)
         schema = self.protocol.schema(inp)
         temperature: float | None = None
+        calls: list[ModelCall] = []
         for attempt in range(self.protocol.retries + 1):
-            raw = self._ask(convo, schema, temperature).text
+            result = self._ask(convo, schema, temperature)
+            raw = result.text
             reply = self.protocol.parse(raw, step)
+            calls.append(ModelCall(prompt_tokens=result.usage.prompt_tokens,
+                                   completion_tokens=result.usage.completion_tokens,
+                                   latency_ms=round(result.latency_ms, 3), reply=raw[:MAX_RECORDED_REPLY],
+                                   parsed=reply.action is not None, mode=self._mode(schema)))
             if reply.action is not None or attempt == self.protocol.retries:
                 break
             convo += [text_message("assistant", raw), text_message("user", self.protocol.feedback(reply))]
             temperature = min(1.0, (temperature or 0.0) + RETRY_TEMPERATURE_STEP)  # the same prompt at 0 repeats itself
         self._errors = self.protocol.record(self.context, step, reply, raw)
         if reply.action is None:
-            return _failed(ActionErrorCode.PARSE_ERROR, self.protocol.failure(reply), tokens)
+            return _failed(ActionErrorCode.PARSE_ERROR, self.protocol.failure(reply), tokens, tuple(calls))
         error = None
         if reply.action.kind is ActionKind.MEMORY and self._errors:
             error = ActionError(code=ActionErrorCode.MEMORY_ERROR, message="; ".join(self._errors))
         return Decision(action=reply.action, thought=reply.thinking or None, intent=reply.action_intent or None,
-                        error=error, prompt_tokens=tokens)
+                        error=error, prompt_tokens=tokens, model_calls=tuple(calls))
+
+    def _mode(self, schema: dict[str, object] | None) -> str | None:
+        if schema is None or not isinstance(self.client, StructuredChat):
+            return "text"
+        return self.client.mode.value if self.client.mode is not None else None
 
 
-def _failed(code: ActionErrorCode, message: str, tokens: int) -> Decision:
+def _failed(code: ActionErrorCode, message: str, tokens: int, calls: tuple[ModelCall, ...] = ()) -> Decision:
     return Decision(action=Action(kind=ActionKind.WAIT), error=ActionError(code=code, message=message),
-                    prompt_tokens=tokens)
+                    prompt_tokens=tokens, model_calls=calls)

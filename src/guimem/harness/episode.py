@@ -30,6 +30,7 @@ from guimem.types import (
 log = logging.getLogger(__name__)
 SkillRunner = Callable[[Env, Action, Task, Observation], tuple[Transition, tuple[Action, ...]]]
 TERMINAL_KINDS = frozenset({ActionKind.DONE, ActionKind.ANSWER})
+NOT_EXECUTED = frozenset({ActionErrorCode.PARSE_ERROR, ActionErrorCode.MODEL_ERROR})
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,9 @@ def _one_step(
     transition: Transition | None
     performed: tuple[Action, ...] = ()
     t = time.perf_counter()
-    if action.kind in TERMINAL_KINDS:
+    if decision.error is not None and decision.error.code in NOT_EXECUTED:
+        transition = Transition(obs, decision.error)  # nothing the agent meant was readable: the screen stays
+    elif action.kind in TERMINAL_KINDS:
         transition = None
     elif action.kind is ActionKind.MEMORY:  # context-only action: the screen does not change
         transition = Transition(obs, decision.error)
@@ -175,5 +178,6 @@ def _one_step(
     timings["env"] = _ms(t)
     error = decision.error or (transition.error if transition else None)
     step = Step(index=index, observation=obs, action=action, thought=decision.thought, intent=decision.intent,
-                error=error, injection=injection, timings_ms=timings, performed=performed)
+                error=error, injection=injection, timings_ms=timings, performed=performed,
+                model_calls=decision.model_calls)
     return step, transition

@@ -17,7 +17,7 @@ from guimem.memory.base import Memory, SkillRunner
 from guimem.memory.factory import open_memory
 from guimem.settings import GuimemSettings
 from guimem.tasks import SuiteEntry
-from guimem.types import InfraComponent, Preflight, Trajectory
+from guimem.types import ActionErrorCode, InfraComponent, Preflight, Trajectory
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,7 @@ class EpisodeJob:
 def result_of(job: EpisodeJob, traj: Trajectory) -> EpisodeResult:
     """The ``results.jsonl`` line for a finished episode."""
     latencies = [s.injection.latency_ms for s in traj.steps]
+    calls = [c for s in traj.steps for c in s.model_calls]
     infra = traj.outcome.infra
     return EpisodeResult(
         method=job.method, round=job.round, task=job.entry.task, seed=job.entry.seed,
@@ -41,6 +42,10 @@ def result_of(job: EpisodeJob, traj: Trajectory) -> EpisodeResult:
         recall_ms_p50=round(statistics.median(latencies), 3) if latencies else 0.0,
         error=traj.outcome.reason if infra else None, infra=infra, slot=job.slot, episode_id=traj.episode_id,
         wall_ms=traj.wall_ms, recall_ms=latencies, abstained_steps=sum(1 for s in traj.steps if s.injection.abstained),
+        model_calls=len(calls), model_prompt_tokens=sum(c.prompt_tokens for c in calls),
+        model_completion_tokens=sum(c.completion_tokens for c in calls),
+        model_ms=round(sum(c.latency_ms for c in calls), 3),
+        parse_failures=sum(1 for s in traj.steps if s.error and s.error.code is ActionErrorCode.PARSE_ERROR),
     )
 
 

@@ -53,6 +53,35 @@ class InfraCounts(BaseModel):
     first_error: str | None = None
 
 
+class ModelTotals(BaseModel):
+    """What the model did for one method (absent for offline policies).
+
+    Attributes:
+        calls: Requests sent.
+        prompt_tokens: Prompt tokens, as the server counted them.
+        completion_tokens: Generated tokens.
+        parse_failure_rate: Steps whose reply could not be read as an action, over all steps.
+        model_ms_per_step: Model time per step.
+    """
+
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    parse_failure_rate: float
+    model_ms_per_step: float
+
+
+def _model_totals(rows: list[EpisodeResult]) -> ModelTotals | None:
+    calls = sum(r.model_calls for r in rows)
+    if not calls:
+        return None
+    steps = sum(r.steps for r in rows) or 1
+    return ModelTotals(calls=calls, prompt_tokens=sum(r.model_prompt_tokens for r in rows),
+                       completion_tokens=sum(r.model_completion_tokens for r in rows),
+                       parse_failure_rate=round(sum(r.parse_failures for r in rows) / steps, 4),
+                       model_ms_per_step=round(sum(r.model_ms for r in rows) / steps, 1))
+
+
 class MethodSummary(BaseModel):
     """Everything ``summary.json`` says about one method."""
 
@@ -63,6 +92,7 @@ class MethodSummary(BaseModel):
     injected_tokens_total: int
     steps_total: int
     infra: InfraCounts = Field(default_factory=InfraCounts)
+    model: ModelTotals | None = None
 
 
 class Summary(BaseModel):
@@ -164,7 +194,8 @@ def summarise(spec: EvalSpec, lines: list[EpisodeResult], run_dir: RunDir | None
                                         injected_tokens_total=sum(r.injected_tokens for r in rows),
                                         steps_total=sum(r.steps for r in rows),
                                         infra=_infra([r for r in lines if r.method == method and not r.judged],
-                                                     [r for r in pending if r.method == method]))
+                                                     [r for r in pending if r.method == method]),
+                                        model=_model_totals(rows))
     expected = len(spec.suite.tasks) * rounds * len(spec.methods)
     run = {"suite": spec.suite.name, "env": spec.env, "rounds": rounds, "methods": spec.methods,
            "policy": spec.policy, "episodes_per_round": len(spec.suite.tasks), "embedder": spec.embedder,

@@ -110,6 +110,17 @@ def _infra_section(summary: Summary) -> str:
             f"is resumed.</p>{_table(['method', 'failed attempts', 'unresolved', 'first error'], rows)}</div>")
 
 
+def _model_section(summary: Summary) -> str:
+    """Model calls, tokens, parse failures and time per method (empty when no model was used)."""
+    rows = [[html.escape(n), str(m.model.calls), str(m.model.prompt_tokens), str(m.model.completion_tokens),
+             f"{100 * m.model.parse_failure_rate:.1f}", f"{m.model.model_ms_per_step:.0f}"]
+            for n, m in summary.methods.items() if m.model is not None]
+    if not rows:
+        return ""
+    return ("<h2>Model calls</h2>" + _table(["method", "calls", "prompt tokens", "completion tokens",
+                                             "parse failures %", "model ms / step"], rows))
+
+
 def render(spec: EvalSpec, summary: Summary) -> str:
     """The report page."""
     success = {n: [r.success_rate for r in m.rounds] for n, m in summary.methods.items()}
@@ -144,6 +155,7 @@ run {status}; generated {time.strftime("%Y-%m-%d %H:%M:%S")}.</p>
 {svg_bars("Recall latency, worst round (ms)", dict(sorted(latency.items())), " ms")}
 {svg_lines("Memory size after each round (items)", sizes, top, "items")}</div>
 <h2>Memory size by status</h2>{_table(["method", "round", "items"], memory_rows)}
+{_model_section(summary)}
 </body></html>"""
 
 

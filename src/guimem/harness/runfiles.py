@@ -85,6 +85,11 @@ class EpisodeResult(BaseModel):
     wall_ms: float = 0.0
     recall_ms: list[float] = Field(default_factory=list)
     abstained_steps: int = 0
+    model_calls: int = 0
+    model_prompt_tokens: int = 0
+    model_completion_tokens: int = 0
+    model_ms: float = 0.0
+    parse_failures: int = 0
 
     @property
     def key(self) -> tuple[str, int, str, int]:

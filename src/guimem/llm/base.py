@@ -86,7 +86,12 @@ class OutputMode(StrEnum):
 
 @runtime_checkable
 class StructuredChat(Protocol):
-    """A client that can constrain a reply to a JSON schema (an optional ability of `LLMClient`)."""
+    """A client that can constrain a reply to a JSON schema (an optional ability of `LLMClient`).
+
+    ``mode`` is how it constrains replies (None until it has found out).
+    """
+
+    mode: OutputMode | None
 
     def chat_structured(self, messages: list[ChatMessage], schema: dict[str, object], *,
                         temperature: float | None = None, max_tokens: int | None = None) -> ChatResult:

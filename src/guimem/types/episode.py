@@ -142,6 +142,31 @@ class Injection(BaseModel):
         return [item.id for item in self.items]
 
 
+MAX_RECORDED_REPLY = 2000
+
+
+class ModelCall(BaseModel):
+    """One request to a model, as the step trace records it.
+
+    Attributes:
+        prompt_tokens: Tokens the server counted in the request (0 when it did not say).
+        completion_tokens: Tokens it generated.
+        latency_ms: Wall time of the request.
+        reply: The raw reply, cut at ``MAX_RECORDED_REPLY`` characters.
+        parsed: Whether the reply could be read as an action.
+        mode: How the reply was constrained (``json_schema``, ``json_object``, ``text``), when known.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    reply: str = ""
+    parsed: bool = False
+    mode: str | None = None
+
+
 class Step(BaseModel):
     """One step of an episode: what was seen, what memory showed, what was done, what went wrong.
 
@@ -160,6 +185,7 @@ class Step(BaseModel):
     injection: Injection = Field(default_factory=Injection)
     timings_ms: dict[str, float] = Field(default_factory=dict)
     performed: tuple[Action, ...] = ()
+    model_calls: tuple[ModelCall, ...] = ()
 
 
 def new_episode_id() -> str:
