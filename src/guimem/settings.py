@@ -29,6 +29,9 @@ class LLMSettings(BaseModel):
         "them in that order once per endpoint and keeps the first the server accepts")
     temperature: float = 0.0
     max_tokens: int = 1024
+    context_tokens: int | None = Field(default=None, gt=0, description="The model's context length (n_ctx): "
+                                       "each request's max_tokens is sized to what the prompt leaves, and a prompt "
+                                       "that leaves too little ends the episode with a recorded context overflow")
 
 
 class EmbedderSettings(BaseModel):

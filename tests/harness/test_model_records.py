@@ -47,3 +47,21 @@ def test_results_summary_and_report_carry_the_model_totals(tmp_path):
     assert model is not None and model.calls == len(server.requests) and model.model_ms_per_step > 0
     assert model.prompt_tokens > 0 and model.parse_failure_rate == 0.0  # the first reply was re-asked and fixed
     assert "Model calls" in (tmp_path / "report.html").read_text()
+
+
+def test_a_react_history_that_outgrows_the_context_ends_with_a_recorded_overflow(tmp_path):
+    from guimem.agents.context import make_context
+    from guimem.tokens import TiktokenCounter
+
+    counter = TiktokenCounter()
+    with ScriptedOpenAIServer(default=WAIT, refuse_formats=["json_schema"]) as server:
+        client = OpenAIChatClient(LLMSettings(base_url=server.base_url, timeout_s=5))
+        policy = LLMPolicy(client, make_context("react"), counter=counter, context_tokens=1200, max_tokens=200)
+        traj = run_episode(FormEnv(), policy, Task(id="form", goal="", app="form", seed=1, max_steps=200))
+    last = traj.steps[-1]
+    assert last.error.code is ActionErrorCode.MODEL_ERROR and "context overflow" in last.error.message
+    assert traj.outcome.reason.startswith("context overflow") and len(traj.steps) < 200
+    assert last.model_calls == (), "the overflowing prompt is never sent"
+    for request in server.requests:  # every request that was sent fits: prompt + max_tokens within the context
+        sent = sum(counter.count(m["content"]) for m in request["body"]["messages"])
+        assert int(sent * 1.2) + 48 + request["body"]["max_tokens"] <= 1200

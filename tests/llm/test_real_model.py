@@ -83,3 +83,32 @@ def test_a_model_server_killed_mid_run_is_an_infrastructure_failure():
     assert first.outcome.infra is None
     assert after.outcome.infra is not None and after.outcome.infra.component is InfraComponent.MODEL
     assert after.steps == () and not after.outcome.success
+
+
+class GrowingLog(FormEnv):
+    """A form whose screen gains a paragraph of log text at every step (a long history, fast)."""
+
+    def observe(self):
+        obs = super().observe()
+        from guimem.types import Role, UIElement
+
+        lines = tuple(UIElement(ref=f"log{i}", role=Role.TEXT,
+                                text=f"log entry {i}: the system recorded event number {i} with several details")
+                      for i in range(len(self.actions) * 6))
+        return obs.model_copy(update={"elements": obs.elements + lines})
+
+    def step(self, action):
+        self.actions.append(action)
+        return super().step(action.model_copy(update={"kind": ActionKind.WAIT}))
+
+
+def test_with_n_ctx_2048_no_request_exceeds_the_context_and_react_ends_with_a_recorded_overflow(model_url):
+    client = _client(model_url, structured_output="json_object")
+    policy = LLMPolicy(client, make_context("react"), context_tokens=2048, max_tokens=160)
+    traj = run_episode(GrowingLog(), policy, Task(id="form", goal="", app="form", seed=3, max_steps=40))
+    last = traj.steps[-1]
+    assert last.error is not None and last.error.code is ActionErrorCode.MODEL_ERROR, [s.error for s in traj.steps]
+    assert last.model_calls == (), "the policy stopped before sending a prompt the model could not hold"
+    assert traj.outcome.infra is None and traj.outcome.reason.startswith("context overflow")
+    print(f"overflow after {len(traj.steps) - 1} steps; prompts {policy.prompt_tokens[0]} -> "
+          f"{policy.prompt_tokens[-1]} tokens (cl100k)")

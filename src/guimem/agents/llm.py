@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from guimem.agents.base import Decision, Policy, PolicyInput
 from guimem.agents.conact import ConActContext, FivePartProtocol, Reply
 from guimem.agents.context import ContextStrategy, make_context
-from guimem.errors import LLMResponseError
+from guimem.errors import LLMError, LLMResponseError
 from guimem.llm import ChatMessage, LLMClient, create_llm, image_part, text_message, validate_reply
 from guimem.llm.base import ChatResult, ContentPart, StructuredChat
 from guimem.llm.prompts import render_screen, template
@@ -41,6 +41,10 @@ from guimem.types import (
 from guimem.types.episode import MAX_RECORDED_REPLY
 
 RETRY_TEMPERATURE_STEP = 0.7
+# Our token counts (cl100k) are not the model's: leave room for the difference and the chat template.
+COUNT_MARGIN = 1.2
+TEMPLATE_TOKENS = 48
+MIN_REPLY_TOKENS = 64
 
 
 class JsonReply(BaseModel):
@@ -202,12 +206,16 @@ class LLMPolicy:
         protocol: The reply protocol (default JSON).
         counter: Token counter for prompt sizes.
         screenshots: Attach the step's screenshot as an image part when there is one.
+        context_tokens: The model's context length; None when unknown (no budget is applied).
+        max_tokens: The longest reply asked for.
     """
 
     def __init__(self, client: LLMClient, context: ContextStrategy | None = None,
                  protocol: ReplyProtocol | None = None, counter: TokenCounter | None = None,
-                 screenshots: bool = False) -> None:
+                 screenshots: bool = False, context_tokens: int | None = None, max_tokens: int = 1024) -> None:
         self.client = client
+        self.context_tokens = context_tokens
+        self.max_tokens = max_tokens
         self.context = context or make_context("react")
         self.protocol = protocol or JsonProtocol()
         self.counter = counter or TiktokenCounter()
@@ -222,7 +230,7 @@ class LLMPolicy:
         strategy = make_context(context)
         protocol: ReplyProtocol = FivePartProtocol() if isinstance(strategy, ConActContext) else JsonProtocol()
         return cls(create_llm(settings.llm), strategy, protocol, TiktokenCounter(settings.token_encoding),
-                   screenshots)
+                   screenshots, settings.llm.context_tokens, settings.llm.max_tokens)
 
     @property
     def name(self) -> str:
@@ -251,11 +259,18 @@ class LLMPolicy:
             return ChatMessage(role="user", content=(ContentPart(type="text", text=prompt), image_part(shot)))
         return text_message("user", prompt)
 
-    def _ask(self, convo: list[ChatMessage], schema: dict[str, object] | None, temperature: float | None
-             ) -> ChatResult:
+    def _reply_budget(self, prompt_tokens: int) -> int:
+        """Tokens left for the reply (``max_tokens`` when the context length is unknown)."""
+        if self.context_tokens is None:
+            return self.max_tokens
+        left = self.context_tokens - int(prompt_tokens * COUNT_MARGIN) - TEMPLATE_TOKENS
+        return min(self.max_tokens, left)
+
+    def _ask(self, convo: list[ChatMessage], schema: dict[str, object] | None, temperature: float | None,
+             max_tokens: int) -> ChatResult:
         if schema is not None and isinstance(self.client, StructuredChat):
-            return self.client.chat_structured(convo, schema, temperature=temperature)
-        return self.client.chat(convo, temperature=temperature)
+            return self.client.chat_structured(convo, schema, temperature=temperature, max_tokens=max_tokens)
+        return self.client.chat(convo, temperature=temperature, max_tokens=max_tokens)
 
     def act(self, inp: PolicyInput) -> Decision:
         """Ask the model, reading its reply with the protocol; never raises on a bad reply.
@@ -270,11 +285,21 @@ class LLMPolicy:
         convo = [text_message("system", system), self._user_message(inp, prompt)]
         tokens = self.counter.count(system) + self.counter.count(prompt)
         self.prompt_tokens.append(tokens)
+        budget = self._reply_budget(tokens)
+        if budget < MIN_REPLY_TOKENS:
+            return _failed(ActionErrorCode.MODEL_ERROR, f"context overflow: the prompt needs about {tokens} tokens "
+                           f"of the model's {self.context_tokens}, leaving too little for a reply", tokens)
         schema = self.protocol.schema(inp)
         temperature: float | None = None
         calls: list[ModelCall] = []
         for attempt in range(self.protocol.retries + 1):
-            result = self._ask(convo, schema, temperature)
+            try:
+                result = self._ask(convo, schema, temperature, budget)
+            except LLMError as exc:
+                if exc.status == 400 and "context" in exc.message.lower():  # the server counted more than we did
+                    return _failed(ActionErrorCode.MODEL_ERROR, f"context overflow: {exc.message[:200]}", tokens,
+                                   tuple(calls))
+                raise
             raw = result.text
             reply = self.protocol.parse(raw, step)
             calls.append(ModelCall(prompt_tokens=result.usage.prompt_tokens,

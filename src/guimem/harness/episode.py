@@ -112,6 +112,7 @@ def run_episode(
     started = time.time()
     wall = time.perf_counter()
     steps: list[Step] = []
+    overflow = ""
     final_obs: Observation | None = None
     outcome: Outcome
     try:
@@ -127,11 +128,16 @@ def run_episode(
             steps.append(step)
             if transition is None:  # answer / done: the agent ended the episode
                 break
+            if step.error is not None and step.error.code is ActionErrorCode.MODEL_ERROR:
+                overflow = step.error.message  # the model cannot go on (its context is full): a recorded end
+                break
             obs, last_error = transition.observation, transition.error
             if transition.done:
                 break
         final_obs = obs
         outcome = env.evaluate()
+        if overflow and not outcome.success:
+            outcome = outcome.model_copy(update={"reason": overflow})
     except (EnvError, LLMError, StoreError) as exc:
         failure = infra_failure(exc)
         if failure is None:

@@ -62,6 +62,7 @@ class ModelTotals(BaseModel):
         completion_tokens: Generated tokens.
         parse_failure_rate: Steps whose reply could not be read as an action, over all steps.
         model_ms_per_step: Model time per step.
+        context_overflows: Episodes ended because the model's context was full.
     """
 
     calls: int
@@ -69,17 +70,19 @@ class ModelTotals(BaseModel):
     completion_tokens: int
     parse_failure_rate: float
     model_ms_per_step: float
+    context_overflows: int = 0
 
 
 def _model_totals(rows: list[EpisodeResult]) -> ModelTotals | None:
     calls = sum(r.model_calls for r in rows)
-    if not calls:
+    if not calls and not any(r.context_overflow for r in rows):
         return None
     steps = sum(r.steps for r in rows) or 1
     return ModelTotals(calls=calls, prompt_tokens=sum(r.model_prompt_tokens for r in rows),
                        completion_tokens=sum(r.model_completion_tokens for r in rows),
                        parse_failure_rate=round(sum(r.parse_failures for r in rows) / steps, 4),
-                       model_ms_per_step=round(sum(r.model_ms for r in rows) / steps, 1))
+                       model_ms_per_step=round(sum(r.model_ms for r in rows) / steps, 1),
+                       context_overflows=sum(1 for r in rows if r.context_overflow))
 
 
 class MethodSummary(BaseModel):

@@ -113,12 +113,13 @@ def _infra_section(summary: Summary) -> str:
 def _model_section(summary: Summary) -> str:
     """Model calls, tokens, parse failures and time per method (empty when no model was used)."""
     rows = [[html.escape(n), str(m.model.calls), str(m.model.prompt_tokens), str(m.model.completion_tokens),
-             f"{100 * m.model.parse_failure_rate:.1f}", f"{m.model.model_ms_per_step:.0f}"]
+             f"{100 * m.model.parse_failure_rate:.1f}", f"{m.model.model_ms_per_step:.0f}",
+             str(m.model.context_overflows)]
             for n, m in summary.methods.items() if m.model is not None]
     if not rows:
         return ""
     return ("<h2>Model calls</h2>" + _table(["method", "calls", "prompt tokens", "completion tokens",
-                                             "parse failures %", "model ms / step"], rows))
+                                             "parse failures %", "model ms / step", "context overflows"], rows))
 
 
 def render(spec: EvalSpec, summary: Summary) -> str:

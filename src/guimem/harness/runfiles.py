@@ -90,6 +90,7 @@ class EpisodeResult(BaseModel):
     model_completion_tokens: int = 0
     model_ms: float = 0.0
     parse_failures: int = 0
+    context_overflow: bool = False
 
     @property
     def key(self) -> tuple[str, int, str, int]:
