@@ -31,7 +31,8 @@ def model_url():
 
 
 def _client(url: str, **kw) -> OpenAIChatClient:
-    return OpenAIChatClient(LLMSettings(base_url=url, model=MODEL_ALIAS, max_tokens=160, timeout_s=120, **kw))
+    options = {"base_url": url, "model": MODEL_ALIAS, "max_tokens": 160, "timeout_s": 120, **kw}
+    return OpenAIChatClient(LLMSettings(**options))
 
 
 def _rates(trajectories) -> tuple[int, int, int]:
@@ -112,3 +113,23 @@ def test_with_n_ctx_2048_no_request_exceeds_the_context_and_react_ends_with_a_re
     assert traj.outcome.infra is None and traj.outcome.reason.startswith("context overflow")
     print(f"overflow after {len(traj.steps) - 1} steps; prompts {policy.prompt_tokens[0]} -> "
           f"{policy.prompt_tokens[-1]} tokens (cl100k)")
+
+
+def test_the_llm_extractors_give_schema_valid_output_from_the_real_model(model_url):
+    from guimem.memory.steer.contract import LLMContractParser
+    from guimem.memory.steer.propose import LLMProposer
+    from guimem.memory.subgoals import LLMAnnotator, LLMSegmenter
+    from guimem.testing import form_episodes
+
+    client = _client(model_url, max_tokens=200)
+    success, failure = form_episodes()[0], form_episodes()[3]
+    segments = LLMSegmenter(client).segment(success)
+    assert segments and sum(len(s.actions) for s in segments) == 3
+    annotation = LLMAnnotator(client).annotate(segments[0], success, is_last=len(segments) == 1)
+    assert annotation.success in ("yes", "no", "uncertain") and annotation.text
+    parser = LLMContractParser(client)
+    assert parser.parse(success.task) is not None
+    proposals = LLMProposer(client, parser).propose(failure, 0) + LLMProposer(client, parser).propose(success, 0)
+    assert all(p.kind in ("procedure", "warning") for p in proposals)
+    print(f"extractors: {len(segments)} segments, annotation {annotation.success!r}, {len(proposals)} proposals, "
+          f"{client.calls} calls in mode {client.mode}")

@@ -9,7 +9,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from guimem.errors import LLMResponseError
-from guimem.llm.base import ChatMessage, LLMClient, text_message
+from guimem.llm.base import ChatMessage, LLMClient, StructuredChat, text_message
 
 T = TypeVar("T", bound=BaseModel)
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
@@ -50,14 +50,19 @@ def validate_reply(reply: str, model: type[T]) -> T:
 
 
 def complete_json(client: LLMClient, messages: list[ChatMessage], model: type[T], *, retries: int = 1) -> T:
-    """Ask for a reply that validates against ``model``; on failure, ask again showing the error.
+    """Ask for a reply that validates against ``model`` (constrained to its schema when the client can);
+    on failure, ask again showing the error, at a higher temperature.
 
     Raises:
         LLMResponseError: Still invalid after ``retries`` corrections.
     """
     convo = list(messages)
+    temperature: float | None = None
     for attempt in range(retries + 1):
-        reply = client.chat(convo).text
+        if isinstance(client, StructuredChat):
+            reply = client.chat_structured(convo, model.model_json_schema(), temperature=temperature).text
+        else:
+            reply = client.chat(convo, temperature=temperature).text
         try:
             return validate_reply(reply, model)
         except LLMResponseError as exc:
@@ -69,4 +74,5 @@ def complete_json(client: LLMClient, messages: list[ChatMessage], model: type[T]
                 text_message("user", f"Your reply was not valid: {exc.message}. Reply with one JSON object "
                                      f"matching this schema, nothing else:\n{schema}"),
             ]
+            temperature = min(1.0, (temperature or 0.0) + 0.7)
     raise AssertionError("unreachable")  # pragma: no cover
