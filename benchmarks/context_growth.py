@@ -19,8 +19,7 @@ import math
 
 from guimem.agents.base import PolicyInput
 from guimem.agents.conact import FivePartProtocol
-from guimem.agents.context import make_context
-from guimem.agents.llm import LLMPolicy
+from guimem.agents.llm import LLMPolicy, make_context
 from guimem.testing import ScriptedLLM
 from guimem.tokens import TiktokenCounter
 from guimem.types import Observation, Role, Task, UIElement

@@ -6,8 +6,7 @@ import pytest
 
 from guimem.agents.base import PolicyInput
 from guimem.agents.conact import ConActContext, FivePartProtocol, Fold, parse
-from guimem.agents.context import make_context
-from guimem.agents.llm import LLMPolicy
+from guimem.agents.llm import LLMPolicy, make_context
 from guimem.harness.episode import run_episode
 from guimem.testing import FormEnv, ScriptedLLM
 from guimem.tokens import WhitespaceCounter

@@ -2,9 +2,8 @@ from __future__ import annotations
 
 import json
 
-from guimem.agents.context import make_context
 from guimem.agents.explorer import ExplorerPolicy
-from guimem.agents.llm import LLMPolicy
+from guimem.agents.llm import LLMPolicy, make_context
 from guimem.envs.base import Transition
 from guimem.errors import EnvError
 from guimem.harness.episode import run_episode

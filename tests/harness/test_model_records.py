@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from guimem.agents.llm import LLMPolicy
+from guimem.agents.llm import LLMPolicy, make_context
 from guimem.harness.episode import run_episode
 from guimem.harness.evaluate import Evaluation
 from guimem.llm.openai import OpenAIChatClient
@@ -50,7 +50,6 @@ def test_results_summary_and_report_carry_the_model_totals(tmp_path):
 
 
 def test_a_react_history_that_outgrows_the_context_ends_with_a_recorded_overflow(tmp_path):
-    from guimem.agents.context import make_context
     from guimem.tokens import TiktokenCounter
 
     counter = TiktokenCounter()

@@ -11,8 +11,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from guimem.agents.context import make_context
-from guimem.agents.llm import LLMPolicy
+from guimem.agents.llm import LLMPolicy, make_context
 from guimem.harness.episode import run_episode
 from guimem.llm.base import OutputMode
 from guimem.llm.openai import OpenAIChatClient
@@ -133,3 +132,41 @@ def test_the_llm_extractors_give_schema_valid_output_from_the_real_model(model_u
     assert all(p.kind in ("procedure", "warning") for p in proposals)
     print(f"extractors: {len(segments)} segments, annotation {annotation.success!r}, {len(proposals)} proposals, "
           f"{client.calls} calls in mode {client.mode}")
+
+
+def test_conact_replies_under_constrained_output_are_executable(model_url):
+    from guimem.agents.conact import ConActContext, FivePartProtocol
+
+    client = _client(model_url, max_tokens=240)
+    policy = LLMPolicy(client, ConActContext(), FivePartProtocol())
+    trajs = [run_episode(FormEnv(), policy, Task(id="form", goal="", app="form", seed=s, max_steps=3))
+             for s in range(2)]
+    steps, parsed, executable = _rates(trajs)
+    memory_ops = sum(1 for t in trajs for s in t.steps if s.action.kind is ActionKind.MEMORY)
+    print(f"conact constrained ({client.mode}): {parsed}/{steps} parsed, {executable}/{steps} executable "
+          f"({memory_ops} memory actions)")
+    assert client.mode is OutputMode.JSON_OBJECT and all(t.outcome.infra is None for t in trajs)
+    assert executable + memory_ops >= 0.95 * steps
+
+
+@pytest.mark.parametrize("context", ["react", "conact"])
+def test_guimem_eval_with_the_real_model_records_its_calls(model_url, context, tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from guimem.cli.app import app
+
+    suite = Path(__file__).parent.parent / "data" / "form_suite.json"
+    monkeypatch.setenv("GUIMEM_EMBEDDER__NAME", "hashing")
+    monkeypatch.setenv("GUIMEM_LLM__BASE_URL", model_url)
+    monkeypatch.setenv("GUIMEM_LLM__MODEL", MODEL_ALIAS)
+    monkeypatch.setenv("GUIMEM_LLM__MAX_TOKENS", "200")
+    monkeypatch.setenv("GUIMEM_LLM__CONTEXT_TOKENS", "2048")
+    result = CliRunner().invoke(app, ["eval", "--env", "form", "--suite", str(suite), "--rounds", "1", "--methods",
+                                      "steer", "--policy", "llm", "--context", context, "--out", str(tmp_path),
+                                      "--json"])
+    assert result.exit_code == 0, result.output
+    model = json.loads(result.output)["methods"]["steer"]["model"]
+    print(f"eval {context}: {model}")
+    assert model["calls"] >= 4 and model["prompt_tokens"] > 0 and model["parse_failure_rate"] <= 0.05
+    trace = (tmp_path / "traces" / "steer" / "round-0.jsonl").read_text().splitlines()[0]
+    assert json.loads(trace)["steps"][0]["model_calls"][0]["reply"]

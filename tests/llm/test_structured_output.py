@@ -91,3 +91,14 @@ def test_a_reask_raises_the_temperature_so_the_model_does_not_repeat_itself():
         run_episode(FormEnv(), LLMPolicy(c), Task(id="form", goal="", app="form", seed=1, max_steps=1))
     temps = [r["body"]["temperature"] for r in server.requests[:2]]
     assert temps[0] == 0.0 and temps[1] > temps[0]
+
+
+def test_a_reply_split_into_two_objects_or_with_raw_newlines_still_parses():
+    from guimem.llm.structured import validate_reply
+
+    split = '{"thought": "fill it", "intent": "user"}\n{"action": {"kind": "tap", "ref": "3"}}'
+    assert validate_reply(split, JsonReply).action.ref == "3"
+    newline = '{"thought": "line one\nline two", "intent": "i", "action": {"kind": "wait"}}'
+    assert validate_reply(newline, JsonReply).thought == "line one\nline two"
+    first_valid = 'Plan: {"not": "it"} then {"thought": "t", "action": {"kind": "done"}}'
+    assert validate_reply(first_valid, JsonReply).action.kind.value == "done"

@@ -17,7 +17,8 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from guimem.agents.base import PolicyInput
-from guimem.agents.context import ContextStrategy
+from guimem.agents.context import ContextStrategy, step_prompt
+from guimem.agents.schemas import action_variants, bounded_text
 from guimem.llm.prompts import render_screen, template
 from guimem.types import Action, ActionKind, MemoryOp, Task
 
@@ -57,8 +58,29 @@ def _json_error(exc: Exception) -> str:
     return str(exc)
 
 
+def _from_json(text: str) -> str | None:
+    """The five parts as tagged text, when the reply is the JSON form (constrained output); else None."""
+    stripped = text.strip()
+    if not stripped.startswith("{"):
+        return None
+    try:
+        value = json.loads(stripped, strict=False)  # models put raw newlines inside strings
+    except ValueError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    parts = []
+    for name in PARTS:
+        if name in value and value[name] is not None:
+            inner = value[name] if isinstance(value[name], str) else json.dumps(value[name])
+            parts.append(f"<{name}>{inner}</{name}>")
+    return "\n".join(parts)
+
+
 def parse(text: str, step: int) -> Reply:
-    """Parse a five-part reply for step ``step`` (1-based). Never raises."""
+    """Parse a five-part reply for step ``step`` (1-based): tagged text, or the same parts as one JSON
+    object (what a schema-constrained server returns). Never raises."""
+    text = _from_json(text) or text
     reply = Reply(thinking=_part(text, "thinking") or "", ui_observation=_part(text, "ui_observation") or "",
                   action_intent=_part(text, "action_intent") or "")
     for name in ("thinking", "ui_observation", "action_intent"):
@@ -77,7 +99,7 @@ def parse(text: str, step: int) -> Reply:
         reply.errors.append("<tool_call> is missing: no action was taken")
     else:
         try:
-            reply.action = Action.model_validate(json.loads(call))
+            reply.action = Action.model_validate(json.loads(call, strict=False))
         except (ValidationError, ValueError) as exc:
             reply.errors.append(f"<tool_call> is not a valid action ({_json_error(exc)}): no action was taken")
     return reply
@@ -150,12 +172,6 @@ def _step_line(step: int, reply: Reply) -> str:
     return f"step {step}: {act}; saw: {reply.ui_observation}; intent: {reply.action_intent}"
 
 
-def step_prompt(goal: str, history: str, memory: str, recent: str, errors: list[str], step: int, screen: str) -> str:
-    problems = ("Problems with your last reply:\n" + "\n".join(f"- {e}" for e in errors) + "\n") if errors else ""
-    return template("conact_step").format(goal=goal, history=history or "(none)", memory=memory or "(empty)",
-                                          recent=recent or "(first step)", errors=problems, step=step, screen=screen)
-
-
 class ConActContext:
     """``conact``: folded history, verbatim memory, and the last step's record."""
 
@@ -220,8 +236,16 @@ class FivePartProtocol:
         return "; ".join(reply.errors)
 
     def schema(self, inp: PolicyInput) -> dict[str, object] | None:
-        """None: five tagged parts are free text."""
-        return None
+        """The five parts as one JSON object, for servers that constrain replies (text mode keeps the tags)."""
+        fold = {"type": "object", "properties": {"range": {"type": "array", "items": {"type": "integer"},
+                                                           "minItems": 2, "maxItems": 2},
+                                                 "summary": bounded_text(160)},
+                "required": ["range", "summary"], "additionalProperties": False}
+        return {"type": "object", "properties": {
+            "thinking": bounded_text(160), "folding": {"anyOf": [{"type": "null"}, fold]},
+            "tool_call": {"anyOf": action_variants(inp.observation, memory=True)},
+            "ui_observation": bounded_text(120), "action_intent": bounded_text(80)},
+            "required": list(PARTS), "additionalProperties": False}
 
     def problems(self, inp: PolicyInput, carried: list[str]) -> list[str]:
         """What the last reply left, and the last action's error."""

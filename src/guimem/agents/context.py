@@ -1,5 +1,6 @@
 """In-task context strategies of the LLM policy: ``conact`` folds (see `guimem.agents.conact`);
 ``react`` keeps every step, ``truncate`` the last N, ``none`` nothing — the selection written once here.
+`guimem.agents.llm.make_context` builds one by name.
 """
 
 from __future__ import annotations
@@ -7,14 +8,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from guimem.errors import ConfigError
+from guimem.llm.prompts import template
 from guimem.types import Task
 
 if TYPE_CHECKING:
     from guimem.agents.conact import Reply
 
 T = TypeVar("T")
-STRATEGIES = ("conact", "react", "truncate", "none")
 
 
 class ContextStrategy(Protocol):
@@ -39,6 +39,12 @@ class ContextStrategy(Protocol):
         ...
 
 
+def step_prompt(goal: str, history: str, memory: str, recent: str, errors: list[str], step: int, screen: str) -> str:
+    problems = ("Problems with your last reply:\n" + "\n".join(f"- {e}" for e in errors) + "\n") if errors else ""
+    return template("conact_step").format(goal=goal, history=history or "(none)", memory=memory or "(empty)",
+                                          recent=recent or "(first step)", errors=problems, step=step, screen=screen)
+
+
 class AppendContext:
     """``react`` (every step, ``keep`` = None), ``truncate`` (last N), ``none`` (nothing): raw step records."""
 
@@ -59,26 +65,9 @@ class AppendContext:
 
     def render(self, step: int, screen: str, errors: list[str]) -> str:
         """Goal, the kept raw steps, problems, screen."""
-        from guimem.agents.conact import step_prompt
-
         return step_prompt(self.goal, "\n".join(self.kept(self.steps)[0]), "", "", errors, step, screen)
 
     def update(self, step: int, reply: Reply, raw: str) -> list[str]:
         """Append the whole reply (what a ReAct agent carries forward)."""
         self.steps.append(f"--- step {step}\n{raw.strip()}")
         return list(reply.errors)
-
-
-def make_context(name: str, keep_last: int = 5) -> ContextStrategy:
-    """``conact``, ``react``, ``truncate`` or ``none``.
-
-    Raises:
-        ConfigError: Another name.
-    """
-    if name == "conact":
-        from guimem.agents.conact import ConActContext
-
-        return ConActContext()
-    if name in ("react", "truncate", "none"):
-        return AppendContext(name, {"react": None, "truncate": keep_last, "none": 0}[name])
-    raise ConfigError(f"unknown context strategy {name!r}", suggestion=", ".join(STRATEGIES))

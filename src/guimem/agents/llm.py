@@ -20,8 +20,9 @@ from pydantic import BaseModel
 
 from guimem.agents.base import Decision, Policy, PolicyInput
 from guimem.agents.conact import ConActContext, FivePartProtocol, Reply
-from guimem.agents.context import ContextStrategy, make_context
-from guimem.errors import LLMError, LLMResponseError
+from guimem.agents.context import AppendContext, ContextStrategy
+from guimem.agents.schemas import action_variants, bounded_text
+from guimem.errors import ConfigError, LLMError, LLMResponseError
 from guimem.llm import ChatMessage, LLMClient, create_llm, image_part, text_message, validate_reply
 from guimem.llm.base import ChatResult, ContentPart, StructuredChat
 from guimem.llm.prompts import render_screen, template
@@ -114,11 +115,6 @@ def render_history(history: tuple[Step, ...], context: ContextStrategy) -> str:
     return head + "\n" + "\n".join(lines)
 
 
-def _variant(kind: ActionKind, **fields: dict[str, object]) -> dict[str, object]:
-    return {"type": "object", "properties": {"kind": {"const": kind.value}, **fields},
-            "required": ["kind", *fields], "additionalProperties": False}
-
-
 def reply_schema(obs: Observation) -> dict[str, object]:
     """The JSON-protocol reply as a schema for this screen: one variant per action kind, with that kind's
     required fields, and ``ref`` limited to the elements on this screen.
@@ -126,22 +122,9 @@ def reply_schema(obs: Observation) -> dict[str, object]:
     Built from the action vocabulary (`ActionKind`), so what a constrained model can say is what the
     code executes; kept flat (no ``$ref``) for servers' grammar converters.
     """
-    refs = [el.ref for el in obs.elements]
-    ref: dict[str, object] = {"enum": refs} if refs else {"type": "null"}
-    text: dict[str, object] = {"type": "string"}
-    variants = [
-        _variant(ActionKind.TAP, ref=ref),
-        _variant(ActionKind.TYPE, ref=ref, text=text),
-        _variant(ActionKind.KEY, key={"enum": ["enter", "tab", "backspace", "escape", "up", "down", "left", "right",
-                                               "space", "delete", "home", "end", "pageup", "pagedown"]}),
-        _variant(ActionKind.SCROLL, direction={"enum": ["up", "down", "left", "right"]}),
-        _variant(ActionKind.OPEN_APP, app=text),
-        _variant(ActionKind.RUN_SKILL, skill=text),
-        _variant(ActionKind.ANSWER, text=text),
-        _variant(ActionKind.WAIT),
-        _variant(ActionKind.DONE),
-    ]
-    return {"type": "object", "properties": {"thought": text, "intent": text, "action": {"anyOf": variants}},
+    variants = action_variants(obs)
+    return {"type": "object", "properties": {"thought": bounded_text(160), "intent": bounded_text(80),
+                                             "action": {"anyOf": variants}},
             "required": ["thought", "intent", "action"], "additionalProperties": False}
 
 
@@ -195,6 +178,22 @@ class JsonProtocol:
     def failure(self, reply: Reply) -> str:
         """``unparseable reply: <why>``."""
         return "unparseable reply: " + "; ".join(reply.errors)
+
+
+STRATEGIES = ("conact", "react", "truncate", "none")
+
+
+def make_context(name: str, keep_last: int = 5) -> ContextStrategy:
+    """``conact``, ``react``, ``truncate`` or ``none``.
+
+    Raises:
+        ConfigError: Another name.
+    """
+    if name == "conact":
+        return ConActContext()
+    if name in ("react", "truncate", "none"):
+        return AppendContext(name, {"react": None, "truncate": keep_last, "none": 0}[name])
+    raise ConfigError(f"unknown context strategy {name!r}", suggestion=", ".join(STRATEGIES))
 
 
 class LLMPolicy:
