@@ -78,11 +78,15 @@ def test_doctor_fails_when_chromedriver_does_not_match_the_browser(tmp_path, mon
 def test_doctor_model_checks_the_endpoint(monkeypatch):
     from guimem.testing import ScriptedOpenAIServer
 
-    with ScriptedOpenAIServer() as server:
+    with ScriptedOpenAIServer(default='{"ok": true}', refuse_formats=["json_schema"]) as server:
         monkeypatch.setenv("GUIMEM_LLM__BASE_URL", server.base_url)
+        wrong = runner.invoke(app, ["--json", "doctor", "--no-browser", "--model"])
+        check = {c["name"]: c for c in json.loads(wrong.output)["checks"]}["model endpoint"]
+        assert not check["ok"] and "'default' is not served" in check["detail"] and "scripted" in check["detail"]
+        monkeypatch.setenv("GUIMEM_LLM__MODEL", "scripted")
         result = runner.invoke(app, ["--json", "doctor", "--no-browser", "--model"])
         check = {c["name"]: c for c in json.loads(result.output)["checks"]}["model endpoint"]
-        assert check["ok"] and "scripted" in check["detail"]
+        assert check["ok"] and "scripted" in check["detail"] and "structured output: json_object" in check["detail"]
     monkeypatch.setenv("GUIMEM_LLM__BASE_URL", "http://127.0.0.1:9/v1")
     result = runner.invoke(app, ["--json", "doctor", "--no-browser", "--model"])
     assert result.exit_code == 1

@@ -46,6 +46,7 @@ def test_results_summary_and_report_carry_the_model_totals(tmp_path):
     model = summary.methods["none"].model
     assert model is not None and model.calls == len(server.requests) and model.model_ms_per_step > 0
     assert model.prompt_tokens > 0 and model.parse_failure_rate == 0.0  # the first reply was re-asked and fixed
+    assert model.output_modes == ["json_schema"]
     assert "Model calls" in (tmp_path / "report.html").read_text()
 
 

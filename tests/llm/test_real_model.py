@@ -69,9 +69,10 @@ def test_doctor_checks_the_real_endpoint(model_url, monkeypatch):
     from guimem.cli.app import app
 
     monkeypatch.setenv("GUIMEM_LLM__BASE_URL", model_url)
+    monkeypatch.setenv("GUIMEM_LLM__MODEL", MODEL_ALIAS)
     result = CliRunner().invoke(app, ["--json", "doctor", "--no-browser", "--model"])
     check = {c["name"]: c for c in json.loads(result.output)["checks"]}["model endpoint"]
-    assert check["ok"] and MODEL_ALIAS in check["detail"]
+    assert check["ok"] and MODEL_ALIAS in check["detail"] and "structured output: json_object" in check["detail"]
 
 
 def test_a_model_server_killed_mid_run_is_an_infrastructure_failure():

@@ -42,7 +42,8 @@ def _spec(st: CliState, env: str, suite: str, rounds: int, methods: str, policy:
         suite_obj.check_tasks(available_tasks())
     embedder = create_embedder(st.settings.embedder).name
     uses_model = policy == "llm" or st.settings.extractor == "llm"
-    llm = f"{st.settings.llm.model}@{st.settings.llm.base_url}" if uses_model else None
+    llm = (f"{st.settings.llm.model}@{st.settings.llm.base_url} (output {st.settings.llm.structured_output}, "
+           f"context {st.settings.llm.context_tokens or 'unknown'})") if uses_model else None
     return EvalSpec(env=env, suite=suite_obj, rounds=rounds, methods=methods_of(chosen), policy=policy,
                     context=context, memory=MemorySpec(exclude_source_task=exclude_source_task,
                                                        extractor=st.settings.extractor), embedder=embedder,

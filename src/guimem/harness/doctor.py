@@ -75,9 +75,20 @@ def _driver_match(settings: GuimemSettings) -> str:
 
 
 def _model(settings: GuimemSettings) -> str:
+    """The endpoint answers, serves the configured model, and how it constrains replies."""
+    from guimem.llm import text_message
     from guimem.llm.openai import OpenAIChatClient
 
-    return OpenAIChatClient(settings.llm).preflight()
+    client = OpenAIChatClient(settings.llm)
+    served = client.preflight()
+    names = client.served_models
+    if names and settings.llm.model not in names:
+        raise RuntimeError(f"model {settings.llm.model!r} is not served at {settings.llm.base_url} "
+                           f"(it serves {', '.join(names)}); set GUIMEM_LLM__MODEL")
+    schema: dict[str, object] = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    client.chat_structured([text_message("user", 'Reply with {"ok": true}')], schema, max_tokens=16)
+    mode = client.mode.value if client.mode is not None else "unknown"
+    return f"{served}; structured output: {mode}"
 
 
 def _browser(settings: GuimemSettings) -> str:

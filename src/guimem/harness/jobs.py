@@ -47,6 +47,7 @@ def result_of(job: EpisodeJob, traj: Trajectory) -> EpisodeResult:
         model_ms=round(sum(c.latency_ms for c in calls), 3),
         parse_failures=sum(1 for s in traj.steps if s.error and s.error.code is ActionErrorCode.PARSE_ERROR),
         context_overflow=any(s.error and s.error.code is ActionErrorCode.MODEL_ERROR for s in traj.steps),
+        output_modes=sorted({c.mode for c in calls if c.mode}),
     )
 
 

@@ -63,6 +63,7 @@ class ModelTotals(BaseModel):
         parse_failure_rate: Steps whose reply could not be read as an action, over all steps.
         model_ms_per_step: Model time per step.
         context_overflows: Episodes ended because the model's context was full.
+        output_modes: How replies were constrained (``json_schema``, ``json_object``, ``text``), as detected.
     """
 
     calls: int
@@ -71,6 +72,7 @@ class ModelTotals(BaseModel):
     parse_failure_rate: float
     model_ms_per_step: float
     context_overflows: int = 0
+    output_modes: list[str] = Field(default_factory=list)
 
 
 def _model_totals(rows: list[EpisodeResult]) -> ModelTotals | None:
@@ -82,7 +84,8 @@ def _model_totals(rows: list[EpisodeResult]) -> ModelTotals | None:
                        completion_tokens=sum(r.model_completion_tokens for r in rows),
                        parse_failure_rate=round(sum(r.parse_failures for r in rows) / steps, 4),
                        model_ms_per_step=round(sum(r.model_ms for r in rows) / steps, 1),
-                       context_overflows=sum(1 for r in rows if r.context_overflow))
+                       context_overflows=sum(1 for r in rows if r.context_overflow),
+                       output_modes=sorted({m for r in rows for m in r.output_modes}))
 
 
 class MethodSummary(BaseModel):

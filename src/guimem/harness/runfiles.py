@@ -91,6 +91,7 @@ class EpisodeResult(BaseModel):
     model_ms: float = 0.0
     parse_failures: int = 0
     context_overflow: bool = False
+    output_modes: list[str] = Field(default_factory=list)
 
     @property
     def key(self) -> tuple[str, int, str, int]:

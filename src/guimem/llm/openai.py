@@ -37,6 +37,7 @@ class OpenAIChatClient:
         self.backoff_s = backoff_s
         self.usage = Usage()
         self.calls = 0
+        self.served_models: list[str] = []
         self.mode: OutputMode | None = None if settings.structured_output == "auto" \
             else OutputMode(settings.structured_output)
         headers = {}
@@ -121,6 +122,7 @@ class OpenAIChatClient:
             names = [str(m.get("id")) for m in resp.json().get("data", [])]
         except (ValueError, AttributeError, TypeError):
             names = []
+        self.served_models = names
         return f"{self.settings.base_url} serves {', '.join(names) or 'an unnamed model'}"
 
     def _post_with_retries(self, payload: dict[str, object], retry: bool = True) -> httpx.Response:
