@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from guimem.embeddings import EmbedRole, cosine
 from guimem.envs.base import Env, Transition
 from guimem.llm import LLMClient
-from guimem.memory.base import LearnReport, RecallQuery, RoundLog, StoredRounds
+from guimem.memory.base import RecallQuery, RoundLog, StoredRounds
 from guimem.memory.generalise import state_text, template_key
 from guimem.memory.kit import MemoryKit
 from guimem.memory.program import execute, record_use
@@ -29,7 +29,7 @@ from guimem.memory.skills.induce import induce
 from guimem.memory.skills.verify import verify
 from guimem.memory.steer.contract import ContractParser
 from guimem.memory.steer.items import UNDER_TEST, Applicability, ItemStatus, KnowledgeItem, Provenance, Scope
-from guimem.memory.steer.lifecycle import Admission
+from guimem.memory.steer.lifecycle import Admission, AdmissionMembers
 from guimem.memory.steer.memory import CachedContracts, build_extractors, compatible, item_view
 from guimem.memory.steer.propose import Proposer
 from guimem.memory.steer.trials import assign
@@ -109,7 +109,7 @@ class StackProposer:
         return []
 
 
-class StackMemory(StoredRounds):
+class StackMemory(AdmissionMembers, StoredRounds):
     """The ``stack`` memory method.
 
     Args:
@@ -134,31 +134,6 @@ class StackMemory(StoredRounds):
     def name(self) -> str:
         """``stack``."""
         return "stack"
-
-    @property
-    def round(self) -> int:
-        """The current round."""
-        return self.lifecycle.round
-
-    def items(self) -> dict[str, tuple[KnowledgeItem, ItemStatus]]:
-        """The current snapshot: id → (item, status)."""
-        return dict(self.lifecycle.entries)
-
-    def learn(self, trajectory: Trajectory) -> LearnReport:
-        """Record trial/control evidence and queue this episode's proposals of every kind."""
-        return self.lifecycle.observe(trajectory)
-
-    def end_round(self) -> None:
-        """Gate decisions, merges, the next round."""
-        self.lifecycle.end_round()
-
-    def set_status(self, item_id: str, status: str, reason: str) -> None:
-        """Manual curation (admit/retire), checked against the transition table and logged."""
-        self.lifecycle.set_status(item_id, status, reason)
-
-    def stats(self) -> dict[str, int]:
-        """Items by status."""
-        return self.lifecycle.stats()
 
 
     def _vector(self, item_id: str, item: KnowledgeItem) -> NDArray[np.float32]:

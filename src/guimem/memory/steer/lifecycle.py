@@ -150,3 +150,34 @@ class Admission:
         for _, status in self._items.values():
             out[status.value] = out.get(status.value, 0) + 1
         return out
+
+
+class AdmissionMembers:
+    """The contract members a method that holds an `Admission` as ``lifecycle`` gets from it (steer, stack)."""
+
+    lifecycle: Admission
+
+    @property
+    def round(self) -> int:
+        """The current round (its items are the snapshot every episode of it reads)."""
+        return self.lifecycle.round
+
+    def items(self) -> dict[str, Entry]:
+        """The current snapshot: id → (item, status)."""
+        return dict(self.lifecycle.entries)
+
+    def learn(self, trajectory: Trajectory) -> LearnReport:
+        """Record trial/control evidence from the episode's trace and queue its proposals."""
+        return self.lifecycle.observe(trajectory)
+
+    def end_round(self) -> None:
+        """Gate decisions, merges, the next round."""
+        self.lifecycle.end_round()
+
+    def set_status(self, item_id: str, status: str, reason: str) -> None:
+        """Manual curation (admit/retire), checked against the transition table and logged."""
+        self.lifecycle.set_status(item_id, status, reason)
+
+    def stats(self) -> dict[str, int]:
+        """Items by status."""
+        return self.lifecycle.stats()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 
 from guimem.errors import ConfigError
-from guimem.memory.base import LearnReport, RecallQuery, RoundLog, StoredRounds
+from guimem.memory.base import RecallQuery, RoundLog, StoredRounds
 from guimem.memory.generalise import state_text
 from guimem.memory.kit import MemoryKit
 from guimem.memory.settings import SteerSettings
@@ -21,10 +21,10 @@ from guimem.memory.steer.contract import (
     conflicts,
 )
 from guimem.memory.steer.items import UNDER_TEST, ItemStatus, KnowledgeItem, Scope
-from guimem.memory.steer.lifecycle import Admission
+from guimem.memory.steer.lifecycle import Admission, AdmissionMembers
 from guimem.memory.steer.propose import LLMProposer, OfflineProposer, Proposer
 from guimem.memory.steer.trials import assign
-from guimem.types import InjectedItem, Injection, ItemKind, Task, Trajectory
+from guimem.types import InjectedItem, Injection, ItemKind, Task
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ def _rank(entry: tuple[str, KnowledgeItem]) -> tuple[int, int, str]:
     return (-len(item.provenance.episodes), item.created_round, item_id)
 
 
-class SteerMemory(StoredRounds):
+class SteerMemory(AdmissionMembers, StoredRounds):
     """The ``steer`` memory method: at most one procedure and one warning per step, from an `Admission`
     lifecycle (items admitted after trials against matched controls)."""
 
@@ -102,15 +102,6 @@ class SteerMemory(StoredRounds):
         """``steer``."""
         return "steer"
 
-
-    @property
-    def round(self) -> int:
-        """The current round (its items are the snapshot every episode of it reads)."""
-        return self.lifecycle.round
-
-    def items(self) -> dict[str, tuple[KnowledgeItem, ItemStatus]]:
-        """The current snapshot: id → (item, status)."""
-        return dict(self.lifecycle.entries)
 
     def recall(self, query: RecallQuery) -> Injection:
         """At most one procedure and one warning that fit; nothing (recorded) when nothing fits."""
@@ -138,18 +129,4 @@ class SteerMemory(StoredRounds):
             return Injection(method=self.name, abstained=bool(entries), note=note, withheld=tuple(withheld))
         return self.kit.injection(self.name, "Verified knowledge for this task:", chosen, withheld=tuple(withheld))
 
-    def learn(self, trajectory: Trajectory) -> LearnReport:
-        """Record trial/control evidence from the episode's trace and queue its proposals."""
-        return self.lifecycle.observe(trajectory)
 
-    def end_round(self) -> None:
-        """Gate decisions, merges, the next round."""
-        self.lifecycle.end_round()
-
-    def set_status(self, item_id: str, status: str, reason: str) -> None:
-        """Manual curation (admit/retire), checked against the transition table and logged."""
-        self.lifecycle.set_status(item_id, status, reason)
-
-    def stats(self) -> dict[str, int]:
-        """Items by status."""
-        return self.lifecycle.stats()
