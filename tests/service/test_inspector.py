@@ -61,6 +61,8 @@ def _page(browser, run_dir, method, shot):
                 "statuses": [e.text for e in browser.find_elements("css selector",
                                                                    "#knowledge tr.item td:nth-child(2)")],
                 "runs": browser.execute_script("return document.getElementById('run').options.length"),
+                "legend": browser.execute_script("return [...document.querySelectorAll('#graph .pill')]"
+                                                 ".map(p => getComputedStyle(p).color)"),
             }
             browser.execute_script("document.getElementById('run').value = arguments[0]", f"{method}/1")
             browser.find_element("id", "show-run").click()
@@ -74,6 +76,7 @@ def _page(browser, run_dir, method, shot):
 
 def test_inspector_draws_the_graph_with_edges_coloured_by_success(browser, run_dir):
     page = _page(browser, run_dir, "graph", "inspector-graph.png")
+    assert page["legend"] == ["rgb(26, 127, 55)", "rgb(207, 34, 46)", "rgb(140, 149, 159)"], "legend colours (CSP-safe)"
     assert page["nodes"] >= 1
     assert page["edges"]["yes"] >= 1 and page["edges"]["no"] >= 1
     assert page["runs"] >= 2 and page["episodes"] == 4
