@@ -22,7 +22,7 @@ from guimem.errors import ConfigError, DataError, TrajectoryFormatError
 from guimem.memory.settings import MemorySpec
 from guimem.tasks import Suite
 from guimem.types import InfraFailure, Trajectory, append_trajectory
-from guimem.types.files import parse_trajectory_line
+from guimem.types.files import append_line, parse_trajectory_line
 
 RESULTS_VERSION = 1
 log = logging.getLogger(__name__)
@@ -193,17 +193,7 @@ class RunDir:
     def record(self, result: EpisodeResult, trajectory: Trajectory) -> None:
         """Persist one episode: its trace first, then its result line (the commit marker)."""
         append_trajectory(self.trace_file(result.method, result.round), trajectory)
-        line = (result.model_dump_json() + "\n").encode("utf-8")
-        with self.results_file.open("a+b") as fh:
-            fh.seek(0, os.SEEK_END)
-            if fh.tell() > 0:
-                fh.seek(-1, os.SEEK_END)
-                if fh.read(1) != b"\n":  # the last line was torn by a crash: start a new one
-                    line = b"\n" + line
-            fh.seek(0, os.SEEK_END)
-            fh.write(line)
-            fh.flush()
-            os.fsync(fh.fileno())
+        append_line(self.results_file, result.model_dump_json())
 
     def trajectories(self, method: str, round_index: int, episode_ids: set[str]) -> dict[str, Trajectory]:
         """Recorded trajectories of one method and round, by episode id (only committed ones).

@@ -73,26 +73,30 @@ def read_trajectories(path: Path | str) -> list[Trajectory]:
     return list(iter_trajectories(path))
 
 
-def append_trajectory(path: Path | str, trajectory: Trajectory) -> None:
-    """Append one episode as one line, flushed and fsynced.
+def append_line(path: Path | str, line: str) -> None:
+    """Append one line to a JSONL file, flushed and fsynced.
 
-    A process killed mid-write can leave a last line without its newline; the next episode then
-    starts on a line of its own, so only the torn line is unreadable (readers of committed episodes
-    skip it).
+    A process killed mid-write can leave a last line without its newline; the next line then starts
+    on a line of its own, so only the torn line is unreadable (readers of committed lines skip it).
     """
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    line = trajectory.model_dump_json() + "\n"
+    data = (line.rstrip("\n") + "\n").encode("utf-8")
     with p.open("a+b") as fh:
         fh.seek(0, os.SEEK_END)
         if fh.tell() > 0:
             fh.seek(-1, os.SEEK_END)
             if fh.read(1) != b"\n":
-                line = "\n" + line
+                data = b"\n" + data
         fh.seek(0, os.SEEK_END)
-        fh.write(line.encode("utf-8"))
+        fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
+
+
+def append_trajectory(path: Path | str, trajectory: Trajectory) -> None:
+    """Append one episode as one line (see `append_line`)."""
+    append_line(path, trajectory.model_dump_json())
 
 
 def write_trajectories(path: Path | str, trajectories: Iterable[Trajectory]) -> None:
