@@ -19,4 +19,8 @@ def test_the_readme_python_example_runs_as_written(tmp_path, monkeypatch, capsys
     out = capsys.readouterr().out
     assert "tokens)" in out
     assert any(status in out for status in ("candidate", "trial", "admitted")), out
+    # honest labels: an item still under trial is never printed under a "verified" heading
+    if "'admitted'" not in out:
+        assert "Verified knowledge" not in out, out
+    print(out)
     assert (tmp_path / "memory.sqlite").exists()

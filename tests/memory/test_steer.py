@@ -247,3 +247,34 @@ def test_llm_extractors_use_schema_validated_replies(kit):
     assert warning.kind == "warning" and warning.content == "Fill both fields before pressing Login."
     (procedure,) = proposer.propose(episode([USER, PASS, LOGIN], seed=2), 0)
     assert procedure.content.startswith("Type the username") and len(procedure.behaviour.actions) == 3
+
+
+def test_item_texts_keep_the_whole_goal_while_screen_signatures_stay_capped():
+    from guimem.harness.episode import run_episode
+    from guimem.memory.skills.induce import induce
+    from guimem.memory.steer.propose import OfflineProposer
+    from guimem.types import mask_text
+    from tests.memory.conftest import ScriptPolicy
+
+    traj = run_episode(FormEnv(), ScriptPolicy([USER, PASS, LOGIN]), Task(id="form", goal="", app="form", seed=1))
+    goal = 'Enter the username "{v}" and the password "{v}", then press Login.'
+    (procedure,) = OfflineProposer(OfflineContractParser()).propose(traj, 0)
+    assert procedure.content.startswith(f"To '{goal}': ")
+    assert all(goal in c.description for c in induce(traj))
+    assert len(mask_text(goal)) == 40, "screen-signature tokens keep their 40-character cap"
+
+
+@pytest.mark.parametrize("method", ["steer", "stack"])
+def test_items_under_trial_are_labelled_as_such_never_as_verified(kit, method):
+    from guimem.memory.kit import TRIAL_TITLE
+    from guimem.memory.settings import MemorySpec
+    from guimem.memory.stack import StackMemory
+
+    mem = SteerMemory(kit) if method == "steer" else StackMemory(kit, MemorySpec())
+    mem.learn(episode([USER, PASS, LOGIN], seed=1))
+    mem.end_round()
+    slot = next(s for s in range(2) if assign(next(iter(mem.items())), 1, s) == "trial")
+    inj = mem.recall(form_query(3, slot=slot))
+    assert inj.items and all(i.trial for i in inj.items)
+    assert inj.text.splitlines()[0] == TRIAL_TITLE and "verified" not in inj.text.split("\n", 1)[1].lower()
+    assert "Verified knowledge" not in inj.text and "(verified)" not in inj.text

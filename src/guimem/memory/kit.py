@@ -53,6 +53,13 @@ class MemoryKit:
                          abstained=abstained, note=note, withheld=withheld)
 
 
+TRIAL_TITLE = "Under trial (not yet verified; shown to test whether it helps):"
+
+
 def render_block(title: str, items: list[InjectedItem]) -> str:
-    """``title`` then one line per item (its own text, already rendered)."""
-    return "\n".join([title, *(f"- {item.text}" for item in items)])
+    """``title`` then one line per item (its own text, already rendered); items still under trial
+    follow under `TRIAL_TITLE`, never under ``title``."""
+    verified = [f"- {item.text}" for item in items if not item.trial]
+    trial = [f"- {item.text}" for item in items if item.trial]
+    lines = [title, *verified] if verified else []
+    return "\n".join(lines + ([TRIAL_TITLE, *trial] if trial else []))

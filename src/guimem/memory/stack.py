@@ -147,7 +147,9 @@ class StackMemory(AdmissionMembers, StoredRounds):
         return cosine(here, self.kit.embed_text(item.applicability.state)) >= self.tau
 
     def _eligible(self, query: RecallQuery, here: NDArray[np.float32]
-                  ) -> tuple[list[tuple[str, KnowledgeItem]], list[str]]:
+                  ) -> tuple[list[tuple[str, KnowledgeItem, bool]], list[str]]:
+        """Items that fit this task and screen (with whether each is under trial) and the ones withheld
+        as this episode's control."""
         contract = self.contract(query.task)
         state = state_text(query.observation, query.task)
         shown, withheld = [], []
@@ -160,7 +162,7 @@ class StackMemory(AdmissionMembers, StoredRounds):
             if status in UNDER_TEST and assign(item_id, self.round, query.slot) == "control":
                 withheld.append(item_id)
                 continue
-            shown.append((item_id, item))
+            shown.append((item_id, item, status in UNDER_TEST))
         return shown, withheld
 
     def recall(self, query: RecallQuery) -> Injection:
@@ -173,15 +175,15 @@ class StackMemory(AdmissionMembers, StoredRounds):
             return Injection(method=self.name, abstained=bool(entries), note=note, withheld=tuple(withheld))
         alpha = self.spec.skills.alpha
         q = alpha * here + (1 - alpha) * self.kit.embed_text(query.task.goal)
-        vectors = np.stack([self._vector(i, it) for i, it in eligible])
+        vectors = np.stack([self._vector(i, it) for i, it, _ in eligible])
         scores = (vectors @ q).astype(np.float32)
         order = mmr(scores, vectors, len(eligible), self.spec.skills.mmr_lambda)
         chosen: list[InjectedItem] = []
         used: dict[str, int] = {}
         budget = self.spec.token_budget
         for i in order:
-            item_id, item = eligible[i]
-            view = item_view(item_id, item, float(scores[i]))
+            item_id, item, trial = eligible[i]
+            view = item_view(item_id, item, float(scores[i]), trial=trial)
             cost = self.kit.counter.count(view.text) + 2
             if used.get(item.kind, 0) >= KIND_CAPS[item.kind] or cost > budget:
                 continue

@@ -115,6 +115,8 @@ class InjectedItem(BaseModel):
     score: float = 0.0
     success: bool | None = None
     name: str | None = None
+    trial: bool = False
+    """Shown inside a trial (not yet verified): rendered under its own heading, never as verified."""
 
 
 class Injection(BaseModel):

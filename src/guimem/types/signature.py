@@ -21,15 +21,18 @@ _MAX_TEXT = 40
 _STRUCTURAL_ROLES = {Role.BUTTON, Role.LINK, Role.TAB, Role.MENUITEM, Role.OPTION, Role.HEADING, Role.COMBOBOX}
 
 
-def mask_text(text: str, masks: Iterable[str] = ()) -> str:
-    """Mask volatile parts of ``text``: given values become ``{v}``, numbers ``#``."""
+def mask_text(text: str, masks: Iterable[str] = (), limit: int | None = _MAX_TEXT) -> str:
+    """Mask volatile parts of ``text``: given values become ``{v}``, numbers ``#``.
+
+    ``limit`` caps the result for screen signatures (a token per element); item texts that people
+    read pass ``limit=None`` and are never cut."""
     out = text
     for value in sorted((m for m in masks if len(m.strip()) >= 2), key=len, reverse=True):
         # whole words only: a password "US" must not turn "username" into "{v}ername"
         out = re.sub(rf"(?<!\w){re.escape(value.strip())}(?!\w)", "{v}", out, flags=re.IGNORECASE)
     out = _NUMBER.sub("#", out)
     out = _SPACE.sub(" ", out).strip()
-    return out[:_MAX_TEXT]
+    return out if limit is None else out[:limit]
 
 
 def _element_token(el: UIElement, masks: list[str], state: bool = True) -> str | None:

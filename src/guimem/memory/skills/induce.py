@@ -57,7 +57,7 @@ def _slug(actions: tuple[Action, ...]) -> str:
 def describe(program: SkillProgram, traj: Trajectory, first: Performed) -> str:
     """An offline description: what the steps do, on which screen, for which kind of goal."""
     steps = "; ".join(a.describe() for a in program.steps)
-    goal = mask_text(traj.task.goal, state_masks(traj.task))
+    goal = mask_text(traj.task.goal, state_masks(traj.task), limit=None)
     return f"{steps}. Screen: {first.before.app} {first.before.location}. For goals like: {goal}"
 
 

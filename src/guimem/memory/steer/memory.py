@@ -73,11 +73,12 @@ VIEW_KINDS = {"procedure": ItemKind.PROCEDURE, "warning": ItemKind.WARNING, "edg
               "skill": ItemKind.SKILL}
 
 
-def item_view(item_id: str, item: KnowledgeItem, score: float = 1.0) -> InjectedItem:
-    """How an item is shown to the agent."""
+def item_view(item_id: str, item: KnowledgeItem, score: float = 1.0, trial: bool = False) -> InjectedItem:
+    """How an item is shown to the agent (``trial``: it is shown inside a trial, not yet verified)."""
     text = item.program.render(item.name).replace("\n", "\n  ") if item.program is not None else item.content
     return InjectedItem(id=item_id, kind=VIEW_KINDS[item.kind], text=text, behaviour=item.behaviour, score=score,
-                        success=None if item.kind == "warning" else True, name=item.name or None)
+                        success=None if item.kind == "warning" else True, name=item.name or None,
+                        trial=trial)
 
 
 def _rank(entry: tuple[str, KnowledgeItem]) -> tuple[int, int, str]:
@@ -123,7 +124,7 @@ class SteerMemory(AdmissionMembers, StoredRounds):
             trial = [(i, it) for i, it in testing if assign(i, self.round, query.slot) == "trial"]
             withheld += [i for i, it in testing if assign(i, self.round, query.slot) == "control"]
             if trial:
-                chosen.append(item_view(*trial[0]))
+                chosen.append(item_view(*trial[0], trial=True))
         if not chosen:
             note = "no compatible knowledge" if entries else "memory is empty"
             return Injection(method=self.name, abstained=bool(entries), note=note, withheld=tuple(withheld))
