@@ -103,7 +103,7 @@ class Workbench:
         if cached is not None:
             cached[1].close()
         memory = open_memory(method, str(self.run_dir.store_file(method)), self.settings, spec=self.spec.memory,
-                             namespace=_namespace(method), embedder=self.embedder, env_factory=self.env_factory())
+                             namespace=namespace_of(method), embedder=self.embedder, env_factory=self.env_factory())
         self._memories[method] = (round_index, memory)
         return memory
 
@@ -148,6 +148,6 @@ class Workbench:
         self.close_env()
 
 
-def _namespace(method: str) -> str:
+def namespace_of(method: str) -> str:
     """A method's namespace in its run store (an import-path method gets its class name)."""
     return method.rsplit(":", 1)[-1].rsplit(".", 1)[-1].lower() if ":" in method else method

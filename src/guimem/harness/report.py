@@ -1,74 +1,217 @@
-"""``report.html``: one self-contained page (inline SVG plots, no scripts, no external assets)."""
+"""``report.html``: one self-contained page (inline SVG, inline CSS, no scripts, no external assets).
+
+What a researcher comes for, in order: the Pass@k table; Pass@k curves with 95 % CI bands (one panel per
+method against ``none``, and all methods together); a task × method matrix of per-round outcomes whose
+cells open that episode's steps (embedded, shown with CSS ``:target``); tokens, log-scale recall latency
+and memory size; crashed and infrastructure-failed episodes; model calls; and what memory learned. One
+colour per method in every chart. Every text from a run (task names, item texts, actions, errors) is
+escaped.
+"""
 
 from __future__ import annotations
 
 import html
+import math
 import time
+from collections import defaultdict
 
+from guimem.harness.jobs import namespace_of
 from guimem.harness.metrics import Summary
+from guimem.harness.reportdata import EpisodeView, Learned, ReportData, collect
 from guimem.harness.runfiles import EvalSpec, RunDir
 
-PALETTE = ("#555555", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
-W, H, PAD, LEGEND = 700, 260, 44, 170
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
+NONE_COLOUR = "#6e7781"
+W = 720
+e = html.escape
 
 
-def _colour(i: int) -> str:
-    return PALETTE[i % len(PALETTE)]
+def method_colours(methods: list[str]) -> dict[str, str]:
+    """One colour per method, used by every chart and legend (``none`` is always grey)."""
+    out, i = {}, 0
+    for m in methods:
+        if m == "none":
+            out[m] = NONE_COLOUR
+        else:
+            out[m] = PALETTE[i % len(PALETTE)]
+            i += 1
+    return out
 
 
-def svg_lines(title: str, series: dict[str, list[float]], y_max: float = 1.0, y_label: str = "") -> str:
-    """A line chart: one line per series over rounds (x = round 1..R)."""
-    n = max((len(v) for v in series.values()), default=1)
+def _svg(title: str, width: int, height: int, body: list[str], cls: str = "chart") -> str:
+    return (f'<svg class="{cls}" viewBox="0 0 {width} {height}" role="img" aria-label="{e(title)}" '
+            f'data-title="{e(title)}"><title>{e(title)}</title>{"".join(body)}</svg>')
 
-    def x(i: int) -> float:
-        return PAD + (W - 2 * PAD - LEGEND) * (i / max(n - 1, 1))
+
+def nice_ticks(top: float, count: int = 5) -> list[float]:
+    """Round tick values from 0 to at least ``top`` (integers when ``top`` is a count)."""
+    if top <= 0:
+        return [0.0, 1.0]
+    raw = top / count
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    step = max(step, 1.0) if top >= 1 else step
+    return [i * step for i in range(math.ceil(top / step) + 1)]
+
+
+def svg_pass_curves(summary: Summary, colours: dict[str, str], only: list[str] | None = None,
+                    bands: bool = True, width: int = W, height: int = 300, title: str = "Pass@k (%)") -> str:
+    """Pass@k over k with the 95 % CI band of each method (``only``: these methods)."""
+    names = only or list(summary.methods)
+    rounds = len(next(iter(summary.methods.values())).pass_at_k) if summary.methods else 1
+    left, right, top, bottom = 44, 190 if only is None else 16, 28, 36
+
+    def x(k: int) -> float:
+        return left + (width - left - right) * ((k - 1) / max(rounds - 1, 1))
 
     def y(v: float) -> float:
-        return H - PAD - (H - 2 * PAD) * (v / y_max if y_max else 0)
+        return height - bottom - (height - top - bottom) * v
 
-    parts = [f'<svg viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="{html.escape(title)}">',
-             f'<text x="{W / 2}" y="18" text-anchor="middle" font-weight="bold">{html.escape(title)}</text>',
-             f'<line x1="{PAD}" y1="{H - PAD}" x2="{W - PAD - LEGEND}" y2="{H - PAD}" stroke="#999"/>',
-             f'<line x1="{PAD}" y1="{PAD}" x2="{PAD}" y2="{H - PAD}" stroke="#999"/>',
-             f'<text x="10" y="{PAD - 8}" font-size="11">{html.escape(y_label)}</text>']
-    for tick in (0.0, 0.5, 1.0):
-        parts.append(f'<text x="{PAD - 6}" y="{y(tick * y_max) + 4}" font-size="10" text-anchor="end">'
-                     f'{tick * y_max:g}</text>')
-    for i in range(n):
-        parts.append(f'<text x="{x(i)}" y="{H - PAD + 16}" font-size="10" text-anchor="middle">{i + 1}</text>')
-    for k, (name, values) in enumerate(series.items()):
-        pts = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(values))
-        parts.append(f'<polyline fill="none" stroke="{_colour(k)}" stroke-width="2" points="{pts}"/>')
-        parts += [f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="3" fill="{_colour(k)}"/>' for i, v in enumerate(values)]
-        parts.append(f'<text x="{W - LEGEND - PAD + 12}" y="{PAD + 14 * k}" font-size="11" fill="{_colour(k)}">'
-                     f'{html.escape(name)}</text>')
-    parts.append(f'<text x="{(W - LEGEND) / 2}" y="{H - 6}" font-size="11" text-anchor="middle">round</text></svg>')
-    return "".join(parts)
+    body = [f'<text x="{width / 2}" y="16" text-anchor="middle" class="t">{e(title)}</text>']
+    for tick in (0, 0.25, 0.5, 0.75, 1.0):
+        body.append(f'<line x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" class="grid"/>'
+                    f'<text x="{left - 6}" y="{y(tick) + 4:.1f}" text-anchor="end" class="s">{100 * tick:g}</text>')
+    for k in range(1, rounds + 1):
+        body.append(f'<text x="{x(k):.1f}" y="{height - bottom + 16}" text-anchor="middle" class="s">{k}</text>')
+    body.append(f'<text x="{(left + width - right) / 2}" y="{height - 6}" text-anchor="middle" class="s">'
+                f'k (rounds)</text>')
+    ends: list[tuple[float, str]] = []
+    for name in names:
+        m = summary.methods[name]
+        c = colours[name]
+        ks = range(1, rounds + 1)
+        if bands and m.pass_at_k_ci:
+            upper = [f"{x(k):.1f},{y(m.pass_at_k_ci[str(k)][1]):.1f}" for k in ks]
+            lower = [f"{x(k):.1f},{y(m.pass_at_k_ci[str(k)][0]):.1f}" for k in reversed(ks)]
+            body.append(f'<polygon class="band" data-method="{e(name)}" points="{" ".join(upper + lower)}" '
+                        f'fill="{c}" fill-opacity="0.13" stroke="none"/>')
+        pts = " ".join(f"{x(k):.1f},{y(m.pass_at_k[str(k)]):.1f}" for k in ks)
+        dash = ' stroke-dasharray="5 3"' if name == "none" else ""
+        body.append(f'<polyline class="line" data-method="{e(name)}" fill="none" stroke="{c}" stroke-width="2.2"'
+                    f'{dash} points="{pts}"/>')
+        body += [f'<circle cx="{x(k):.1f}" cy="{y(m.pass_at_k[str(k)]):.1f}" r="2.8" fill="{c}">'
+                 f'<title>{e(name)} Pass@{k} {100 * m.pass_at_k[str(k)]:.1f}%</title></circle>' for k in ks]
+        ends.append((y(m.pass_at_k[str(rounds)]), name))
+    if only is None:  # direct labels at the right end, pushed apart so they never overlap
+        placed: list[float] = []
+        for yy, name in sorted(ends):
+            yy = max(yy, placed[-1] + 13) if placed else yy
+            placed.append(yy)
+            body.append(f'<text x="{width - right + 8}" y="{yy + 4:.1f}" class="s legend" data-method="{e(name)}" '
+                        f'fill="{colours[name]}">{e(name)} {100 * summary.methods[name].pass_at_k[str(rounds)]:.1f}'
+                        f'</text>')
+    return _svg(title, width, height, body)
 
 
-def svg_bars(title: str, values: dict[str, float], unit: str = "") -> str:
-    """A horizontal bar chart."""
+def svg_small_multiples(summary: Summary, colours: dict[str, str]) -> str:
+    """One small Pass@k panel per method, its CI band against ``none``'s (easier than seven lines)."""
+    panels = []
+    for name in summary.methods:
+        if name == "none":
+            continue
+        only = ["none", name] if "none" in summary.methods else [name]
+        panels.append(svg_pass_curves(summary, colours, only=only, width=240, height=170, title=name))
+    return f'<div class="multiples">{"".join(panels)}</div>'
+
+
+def svg_bars(title: str, values: dict[str, float], colours: dict[str, str], unit: str = "") -> str:
+    """Horizontal bars, one per method, in the method's colour."""
     top = max(values.values(), default=0) or 1
-    row = 22
+    row, left = 22, 190
     height = 30 + row * len(values)
-    parts = [f'<svg viewBox="0 0 {W} {height}" width="{W}" height="{height}" role="img" '
-             f'aria-label="{html.escape(title)}">',
-             f'<text x="{W / 2}" y="16" text-anchor="middle" font-weight="bold">{html.escape(title)}</text>']
+    body = [f'<text x="{W / 2}" y="16" text-anchor="middle" class="t">{e(title)}</text>']
     for i, (name, v) in enumerate(values.items()):
         y0 = 26 + i * row
-        width = (W - 260) * v / top
-        parts.append(f'<text x="170" y="{y0 + 14}" font-size="11" text-anchor="end">{html.escape(name)}</text>')
-        parts.append(f'<rect x="176" y="{y0 + 2}" width="{width:.1f}" height="16" fill="{_colour(i)}"/>')
-        label = f"{v:,.0f}" if v >= 10 else f"{v:.2f}"
-        parts.append(f'<text x="{180 + width:.1f}" y="{y0 + 14}" font-size="11">{label}{unit}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
+        width = (W - left - 110) * v / top
+        body.append(f'<text x="{left - 6}" y="{y0 + 14}" text-anchor="end" class="s">{e(name)}</text>'
+                    f'<rect class="bar" data-method="{e(name)}" x="{left}" y="{y0 + 2}" width="{width:.1f}" '
+                    f'height="16" '
+                    f'fill="{colours[name]}"/><text x="{left + width + 4:.1f}" y="{y0 + 14}" class="s">'
+                    f'{v:,.0f}{unit}</text>')
+    return _svg(title, W, height, body)
 
 
-def _table(headers: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+def svg_latency(summary: Summary, colours: dict[str, str]) -> str:
+    """Recall latency per method on a log axis: p50 (dot) and p95 (diamond) of the worst round."""
+    rows = {n: (max((r.recall_ms_p50 for r in m.rounds), default=0.0),
+                max((r.recall_ms_p95 for r in m.rounds), default=0.0)) for n, m in summary.methods.items()}
+    values = [v for pair in rows.values() for v in pair if v > 0] or [1.0]
+    lo = 10 ** math.floor(math.log10(min(values)))
+    hi = 10 ** math.ceil(math.log10(max(values)))
+    hi = hi * 10 if hi == lo else hi
+    left, right, row = 190, 40, 24
+    height = 56 + row * len(rows)
+
+    def x(v: float) -> float:
+        v = max(v, lo)
+        return left + (W - left - right) * (math.log10(v / lo) / math.log10(hi / lo))
+
+    title = "Recall latency per step, worst round (ms, log scale): ● p50  ◆ p95"
+    body = [f'<text x="{W / 2}" y="16" text-anchor="middle" class="t">{e(title)}</text>']
+    decade = lo
+    while decade <= hi * 1.0001:
+        body.append(f'<line x1="{x(decade):.1f}" x2="{x(decade):.1f}" y1="26" y2="{height - 26}" class="grid"/>'
+                    f'<text x="{x(decade):.1f}" y="{height - 10}" text-anchor="middle" class="s">{decade:g}</text>')
+        decade *= 10
+    for i, (name, (p50, p95)) in enumerate(rows.items()):
+        cy = 38 + i * row
+        c = colours[name]
+        body.append(f'<text x="{left - 8}" y="{cy + 4}" text-anchor="end" class="s">{e(name)}</text>'
+                    f'<line x1="{x(p50):.1f}" x2="{x(p95):.1f}" y1="{cy}" y2="{cy}" stroke="{c}" stroke-width="2"/>'
+                    f'<circle class="p50" data-method="{e(name)}" cx="{x(p50):.1f}" cy="{cy}" r="5" fill="{c}">'
+                    f'<title>{e(name)} p50 {p50:.3g} ms</title></circle>'
+                    f'<rect class="p95" data-method="{e(name)}" x="{x(p95) - 5:.1f}" y="{cy - 5}" width="10" '
+                    f'height="10" '
+                    f'fill="{c}" transform="rotate(45 {x(p95):.1f} {cy})"><title>{e(name)} p95 {p95:.3g} ms</title>'
+                    f'</rect><text x="{max(x(p95), x(p50)) + 10:.1f}" y="{cy + 4}" class="s">'
+                    f'{p50:.3g} / {p95:.3g}</text>')
+    return _svg(title, W, height, body)
+
+
+def svg_memory_size(summary: Summary, colours: dict[str, str]) -> str:
+    """Items in each method's memory after each round (integer ticks; ``none`` keeps nothing)."""
+    sizes = {n: [sum(r.memory.values()) for r in m.rounds] for n, m in summary.methods.items() if n != "none"}
+    rounds = max((len(v) for v in sizes.values()), default=1)
+    ticks = nice_ticks(max((v for vals in sizes.values() for v in vals), default=1))
+    left, right, top, bottom, height = 52, 190, 28, 36, 260
+
+    def x(i: int) -> float:
+        return left + (W - left - right) * (i / max(rounds - 1, 1))
+
+    def y(v: float) -> float:
+        return height - bottom - (height - top - bottom) * v / ticks[-1]
+
+    title = "Memory size after each round (items)"
+    body = [f'<text x="{W / 2}" y="16" text-anchor="middle" class="t">{e(title)}</text>']
+    for t in ticks:
+        body.append(f'<line x1="{left}" x2="{W - right}" y1="{y(t):.1f}" y2="{y(t):.1f}" class="grid"/>'
+                    f'<text x="{left - 6}" y="{y(t) + 4:.1f}" text-anchor="end" class="s tick">{t:,.0f}</text>')
+    for i in range(rounds):
+        body.append(f'<text x="{x(i):.1f}" y="{height - bottom + 16}" text-anchor="middle" class="s">{i + 1}</text>')
+    placed: list[float] = []
+    for name, values in sorted(sizes.items(), key=lambda kv: -kv[1][-1] if kv[1] else 0):
+        c = colours[name]
+        pts = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(values))
+        body.append(f'<polyline class="line" data-method="{e(name)}" fill="none" stroke="{c}" stroke-width="2" '
+                    f'points="{pts}"/>')
+        if values:
+            yy = y(values[-1])
+            yy = max(yy, placed[-1] + 13) if placed else yy
+            placed.append(yy)
+            body.append(f'<text x="{W - right + 8}" y="{yy + 4:.1f}" class="s legend" fill="{c}">{e(name)} '
+                        f'{values[-1]:,}</text>')
+    body.append(f'<text x="{(left + W - right) / 2}" y="{height - 6}" text-anchor="middle" class="s">round</text>')
+    return _svg(title, W, height, body)
+
+
+def _swatch(method: str, colours: dict[str, str]) -> str:
+    return f'<span class="swatch" data-method="{e(method)}" style="--c:{colours.get(method, NONE_COLOUR)}"></span>'
+
+
+def _table(headers: list[str], rows: list[list[str]], cls: str = "") -> str:
+    head = "".join(f"<th>{e(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
 def _pct(v: float) -> str:
@@ -98,13 +241,22 @@ def pass_table(summary: Summary, compact: bool = False) -> tuple[list[str], list
     return headers, rows
 
 
+def _main_table(summary: Summary, colours: dict[str, str], crashed: dict[str, int]) -> str:
+    headers, rows = pass_table(summary)
+    headers = [*headers[:-1], "success round 1 → last", "injected tokens total", "crashed", headers[-1]]
+    for row, (name, m) in zip(rows, summary.methods.items(), strict=True):
+        first, last = (m.rounds[0].success_rate, m.rounds[-1].success_rate) if m.rounds else (0.0, 0.0)
+        row[0] = f'{_swatch(name, colours)}{e(name)}'
+        row[-1:-1] = [f"{_pct(first)} → {_pct(last)}", f"{m.injected_tokens_total:,}", str(crashed.get(name, 0))]
+    return f'<div class="scroll">{_table(headers, rows, "main")}</div>'
+
+
 def _infra_section(summary: Summary) -> str:
     """A warning block listing infrastructure failures per method (empty when there were none)."""
     failing = {n: m.infra for n, m in summary.methods.items() if m.infra.attempts}
     if not failing:
         return ""
-    rows = [[html.escape(n), str(i.attempts), str(i.unresolved), html.escape(i.first_error or "")]
-            for n, i in failing.items()]
+    rows = [[e(n), str(i.attempts), str(i.unresolved), e(i.first_error or "")] for n, i in failing.items()]
     return ('<div class="infra"><h2>Infrastructure failures</h2><p>Episodes the browser, model endpoint or '
             "store failed. They are <b>not</b> counted in Pass@k; unresolved ones run again when the evaluation "
             f"is resumed.</p>{_table(['method', 'failed attempts', 'unresolved', 'first error'], rows)}</div>")
@@ -112,54 +264,180 @@ def _infra_section(summary: Summary) -> str:
 
 def _model_section(summary: Summary) -> str:
     """Model calls, tokens, parse failures and time per method (empty when no model was used)."""
-    rows = [[html.escape(n), str(m.model.calls), str(m.model.prompt_tokens), str(m.model.completion_tokens),
+    rows = [[e(n), str(m.model.calls), f"{m.model.prompt_tokens:,}", f"{m.model.completion_tokens:,}",
              f"{100 * m.model.parse_failure_rate:.1f}", f"{m.model.model_ms_per_step:.0f}",
-             str(m.model.context_overflows)]
+             str(m.model.context_overflows), e(", ".join(m.model.output_modes))]
             for n, m in summary.methods.items() if m.model is not None]
     if not rows:
         return ""
     return ("<h2>Model calls</h2>" + _table(["method", "calls", "prompt tokens", "completion tokens",
-                                             "parse failures %", "model ms / step", "context overflows"], rows))
+                                             "parse failures %", "model ms / step", "context overflows",
+                                             "output modes"], rows))
 
 
-def render(spec: EvalSpec, summary: Summary) -> str:
+def _matrix(spec: EvalSpec, summary: Summary, colours: dict[str, str], views: list[EpisodeView]) -> str:
+    """Task × method: one square per round (green solved, red failed, grey infra/missing), each a link to
+    that episode's steps; the first round each method solved each task is written out."""
+    by_key = {(v.method, v.task, v.seed, v.round): v for v in views}
+    methods = list(summary.methods)
+    units = list(dict.fromkeys((t.task, t.seed) for t in spec.suite.tasks))
+    head = "".join(f"<th>{_swatch(m, colours)}{e(m)}</th>" for m in methods)
+    rows = []
+    for task, seed in units:
+        cells = []
+        for m in methods:
+            squares, first = [], None
+            for r in range(spec.rounds):
+                v = by_key.get((m, task, seed, r))
+                state = "missing" if v is None else "infra" if v.infra else "ok" if v.success else \
+                    "crash" if v.crashed else "fail"
+                if v is not None and v.success and first is None:
+                    first = r + 1
+                label = f"{m} {task} seed {seed} round {r + 1}: {state}"
+                squares.append(f'<a class="sq {state}" href="#{v.anchor}" title="{e(label)}"></a>' if v else
+                               f'<span class="sq {state}" title="{e(label)}"></span>')
+            solved = f"r{first}" if first else "—"
+            cells.append(f'<td class="cell" data-method="{e(m)}" data-first="{first or 0}">{"".join(squares)}'
+                         f'<span class="first">{solved}</span></td>')
+        rows.append(f'<tr><th class="task">{e(task)} <span class="muted">#{seed}</span></th>{"".join(cells)}</tr>')
+    legend = ('<p class="muted">Each square is one round (1 → last): <span class="sq ok"></span> solved '
+              '<span class="sq fail"></span> failed <span class="sq crash"></span> crashed (agent error) '
+              '<span class="sq infra"></span> infrastructure failure. “r2”: first round solved. Click a square '
+              "for that episode's steps.</p>")
+    return (f'<h2 id="matrix">Tasks × methods</h2>{legend}<div class="scroll"><table class="matrix"><thead><tr>'
+            f'<th>task (seed)</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
+
+
+def _episode_sections(views: list[EpisodeView]) -> str:
+    """Every episode's steps, hidden until its square is clicked (CSS ``:target``; no scripts)."""
+    out = []
+    for v in views:
+        verdict = "infrastructure failure" if v.infra else "solved" if v.success else \
+            "crashed" if v.crashed else "failed"
+        steps = []
+        for s in v.steps:
+            items = ", ".join(s.items)
+            withheld = f" · withheld (control): {', '.join(s.withheld)}" if s.withheld else ""
+            inj = (f'<pre>{e(s.injection)}</pre>' if s.injection else
+                   f'<span class="muted">{e(s.note) or "nothing injected"}</span>')
+            steps.append(f"<tr><td>{s.index}</td><td>{e(s.action)}"
+                         f"{f'<br><span class=err>{e(s.error)}</span>' if s.error else ''}</td>"
+                         f"<td>{inj}<div class=muted>{s.tokens} tokens{f' · items: {e(items)}' if items else ''}"
+                         f"{e(withheld)}</div></td></tr>")
+        table = _table(["step", "action", "injection"], [], "steps").replace(
+            "<tbody></tbody>", f"<tbody>{''.join(steps)}</tbody>") if steps else '<p class="muted">no trace</p>'
+        error = f'<p class="err">{e(v.error)}</p>' if v.error else ""
+        out.append(f'<section class="episode" id="{v.anchor}"><h3>{e(v.method)} · {e(v.task)} seed {v.seed} · '
+                   f'round {v.round + 1}: {verdict} <a href="#matrix" class="muted">(back to the matrix)</a></h3>'
+                   f'{error}{table}</section>')
+    return f'<div class="episodes">{"".join(out)}</div>'
+
+
+def _learned_section(learned: dict[str, Learned], colours: dict[str, str]) -> str:
+    if not learned:
+        return ""
+    parts = ["<h2>What memory learned</h2>"]
+    for method, mem in learned.items():
+        counts = ", ".join(f"{k} {v}" for k, v in mem.counts.items()) or "nothing"
+        parts.append(f"<h3>{_swatch(method, colours)}{e(method)}"
+                     f'</h3><p class="muted">{e(counts)}</p>')
+        if mem.items:
+            rows = [[e(i.status), e(i.kind), e(i.text), str(i.trials), str(i.controls),
+                     f"{i.difference:+.2f}" if i.difference is not None else "—", str(i.effective)]
+                    for i in mem.items]
+            parts.append('<div class="scroll">' + _table(["status", "kind", "item", "trials", "controls",
+                                                          "Δ score trial − control", "effective uses"], rows,
+                                                         "learned") + "</div>")
+        if mem.skills:
+            rows = [[e(s.status), e(s.text), str(s.uses),
+                     f"{100 * s.successes / s.uses:.0f} %" if s.uses else "—"] for s in mem.skills]
+            parts.append('<div class="scroll">' + _table(["status", "skill", "runs", "runs that succeeded"], rows,
+                                                         "learned") + "</div>")
+    return "".join(parts)
+
+
+CSS = """
+:root{font-family:system-ui,sans-serif;color:#1f2328}body{margin:1.5em auto;max-width:1280px;padding:0 1em}
+h1{margin-bottom:.2em}h2{margin-top:1.6em;border-bottom:1px solid #d0d7de;padding-bottom:.2em}
+table{border-collapse:collapse;margin:.8em 0;font-size:12.5px}td,th{border:1px solid #d0d7de;padding:3px 5px;
+text-align:right;vertical-align:top}td:first-child,th:first-child{text-align:left}
+table.main td,table.main th{white-space:nowrap}.scroll{overflow-x:auto}
+.chart{width:100%;max-width:720px;height:auto;display:block;margin:.5em 0}
+.multiples{display:grid;grid-template-columns:repeat(auto-fill,minmax(230px,1fr));gap:.5em;max-width:1180px}
+.multiples .chart{max-width:260px}.t{font:bold 13px system-ui,sans-serif}.s{font:11px system-ui,sans-serif}
+.grid{stroke:#eaeef2;stroke-width:1}.muted{color:#6e7781}.err{color:#cf222e}
+.swatch{display:inline-block;width:.8em;height:.8em;background:var(--c);margin-right:.35em;border-radius:2px}
+.infra{border-left:4px solid #cf222e;padding-left:1em}.kpi{display:flex;flex-wrap:wrap;gap:1.5em;margin:.6em 0}
+.kpi div{background:#f6f8fa;border-radius:6px;padding:.4em .8em}.kpi b{display:block;font-size:1.3em}
+table.matrix td,table.matrix th{text-align:left;white-space:nowrap;padding:2px 5px}
+.sq{display:inline-block;width:11px;height:11px;margin-right:2px;border-radius:2px;vertical-align:middle}
+.sq.ok{background:#2da44e}.sq.fail{background:#cf222e}.sq.crash{background:#8250df}.sq.infra{background:#8c959f}
+.sq.missing{background:#fff;border:1px dashed #8c959f;width:9px;height:9px}
+.first{font-size:11px;margin-left:4px;color:#57606a}.episode{display:none;border:1px solid #d0d7de;
+border-radius:6px;padding:.2em 1em;margin:1em 0}.episode:target{display:block}
+pre{white-space:pre-wrap;margin:0;font-size:12px;background:#f6f8fa;padding:4px;max-width:760px}
+table.steps td,table.steps th{text-align:left}table.learned td,table.learned th{text-align:left;max-width:640px}
+table.learned td:nth-child(2),table.learned td:nth-child(3){min-width:14em}
+table.sizes td,table.sizes th{text-align:left;font-size:12px}
+@media print{.episodes,.scroll a{display:none}body{max-width:none;margin:0}h2{break-after:avoid}
+.chart{max-width:100%}table{break-inside:auto}tr{break-inside:avoid}}
+"""
+
+
+def render(spec: EvalSpec, summary: Summary, data: ReportData | None = None) -> str:
     """The report page."""
-    success = {n: [r.success_rate for r in m.rounds] for n, m in summary.methods.items()}
+    data = data or ReportData()
+    colours = method_colours(list(summary.methods))
+    crashed: dict[str, int] = defaultdict(int)
+    for v in data.episodes:
+        crashed[v.method] += v.crashed
     tokens = {n: float(m.injected_tokens_total) for n, m in summary.methods.items()}
-    latency = {f"{n} p50": max((r.recall_ms_p50 for r in m.rounds), default=0.0)
-               for n, m in summary.methods.items() if n != "none"}
-    latency |= {f"{n} p95": max((r.recall_ms_p95 for r in m.rounds), default=0.0)
-                for n, m in summary.methods.items() if n != "none"}
-    sizes = {n: [float(sum(r.memory.values())) for r in m.rounds] for n, m in summary.methods.items() if n != "none"}
-    top = max((v for vals in sizes.values() for v in vals), default=1.0) or 1.0
-    headers, rows = pass_table(summary)
-    memory_rows = [[n, str(r.round + 1), html.escape(", ".join(f"{k}: {v}" for k, v in sorted(r.memory.items())))]
-                   for n, m in summary.methods.items() for r in m.rounds]
-    css = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;"
-           "margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child,"
-           "th:first-child{text-align:left}.plots{display:flex;flex-wrap:wrap;gap:1em}"
-           ".infra{border-left:4px solid #c62828;padding-left:1em}")
+    judged_n = sum(1 for v in data.episodes if not v.infra)
+    duration = data.duration_s
+    kpis = [("episodes judged", f"{judged_n:,}"),
+            ("crashed (agent errors)", str(sum(crashed.values()))),
+            ("infrastructure failures", str(sum(m.infra.attempts for m in summary.methods.values())))]
+    if duration:
+        shown = f"{duration / 60:.1f} min" if duration >= 60 else f"{duration:.1f} s"
+        kpis += [("run duration", shown), ("episodes / minute", f"{judged_n / duration * 60:.1f}")]
+    model_calls = sum(m.model.calls for m in summary.methods.values() if m.model)
+    if model_calls:
+        kpis.append(("model calls", f"{model_calls:,}"))
+    kpi = "".join(f"<div><b>{e(v)}</b>{e(k)}</div>" for k, v in kpis)
     status = "complete" if summary.complete else "INCOMPLETE (resume with the same command)"
-    infra = _infra_section(summary)
-    title = f"guimem report: {html.escape(spec.suite.name)}"
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>{title}</title>
-<style>{css}</style></head><body>
+    memory_rows = [[e(n), *([e(", ".join(f"{k} {v}" for k, v in sorted(r.memory.items()))) for r in m.rounds]
+                            if n != "none" else ['<span class="muted">keeps no memory</span>'] * len(m.rounds))]
+                   for n, m in summary.methods.items()]
+    title = f"guimem report: {e(spec.suite.name)}"
+    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1"><title>{title}</title>
+<style>{CSS}</style></head><body>
 <h1>guimem lifelong evaluation</h1>
-<p>Suite <b>{html.escape(spec.suite.name)}</b> ({len(spec.suite.tasks)} episodes per round), {spec.rounds} rounds,
-env {html.escape(spec.env)}, policy {html.escape(spec.policy)}, embedder {html.escape(spec.embedder)};
+<p>Suite <b>{e(spec.suite.name)}</b> ({len(spec.suite.tasks)} episodes per round), {spec.rounds} rounds,
+env {e(spec.env)}, policy {e(spec.policy)}, embedder {e(spec.embedder)}{
+    ", leave-one-task-out" if spec.memory.exclude_source_task else ""};
 run {status}; generated {time.strftime("%Y-%m-%d %H:%M:%S")}.</p>
-{infra}<h2>Pass@k (%)</h2>{_table(headers, rows)}
-<p>Pass@k: a (task, seed) counts once it succeeded in any of the first k rounds. CIs: bootstrap over tasks
-({len(spec.suite.task_names())} clusters), paired against <code>none</code>.</p>
-<div class="plots">{svg_lines("Success rate per round", success, 1.0, "success")}
-{svg_bars("Injected tokens (all rounds)", tokens)}
-{svg_bars("Recall latency, worst round (ms)", dict(sorted(latency.items())), " ms")}
-{svg_lines("Memory size after each round (items)", sizes, top, "items")}</div>
-<h2>Memory size by status</h2>{_table(["method", "round", "items"], memory_rows)}
+<div class="kpi">{kpi}</div>
+{_infra_section(summary)}<h2>Pass@k (%)</h2>{_main_table(summary, colours, crashed)}
+<p class="muted">Pass@k: a (task, seed) counts once it succeeded in any of the first k rounds. CIs: 95 % bootstrap
+over tasks ({len(spec.suite.task_names())} clusters), Δ paired against <code>none</code>. Crashed: the agent's
+episode ended in an error (counted as a failure); infrastructure failures are not counted.</p>
+{svg_pass_curves(summary, colours, bands=False)}
+<h3>Each method against none (95 % CI bands)</h3>{svg_small_multiples(summary, colours)}
+{_matrix(spec, summary, colours, data.episodes)}
+<h2>Cost</h2>
+{svg_bars("Injected tokens, all rounds", tokens, colours)}
+{svg_latency(summary, colours)}
+{svg_memory_size(summary, colours)}
+<h2>Memory size by status</h2><div class="scroll">{_table(
+    ["method", *[f"after round {k + 1}" for k in range(spec.rounds)]], memory_rows, "sizes")}</div>
 {_model_section(summary)}
+{_learned_section(data.learned, colours)}
+{_episode_sections(data.episodes)}
 </body></html>"""
 
 
 def write_report(run_dir: RunDir, spec: EvalSpec, summary: Summary) -> None:
     """Write ``report.html`` into the run directory."""
-    (run_dir.path / "report.html").write_text(render(spec, summary), encoding="utf-8")
+    data = collect(run_dir, spec, run_dir.results(), {m: namespace_of(m) for m in spec.methods})
+    (run_dir.path / "report.html").write_text(render(spec, summary, data), encoding="utf-8")

@@ -1,0 +1,234 @@
+"""What the report shows beyond ``summary.json``: per-episode outcomes and steps (from the results and
+traces), the run's wall-clock span, and what each method's memory learned (from its store).
+
+Everything here is read from files a run wrote and is treated as hostile: traces are parsed with the
+typed models (unreadable lines are skipped), texts are capped, and rendering escapes them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import defaultdict
+from pathlib import Path
+
+from pydantic import BaseModel, Field, ValidationError
+
+from guimem.errors import GuimemError, TrajectoryFormatError
+from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir, judged
+from guimem.memory.steer.items import KnowledgeItem
+from guimem.storage.base import create_store
+from guimem.types import Trajectory
+from guimem.types.files import parse_trajectory_line
+
+log = logging.getLogger(__name__)
+TEXT_CAP = 1500
+TOP_ITEMS = 8
+
+
+def cap(text: str, limit: int = TEXT_CAP) -> str:
+    """``text`` shortened at a word boundary with a count of what was left out (never mid-word)."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit)
+    cut = cut if cut > limit // 2 else limit
+    return f"{text[:cut]} … ({len(text) - cut} more characters)"
+
+
+class StepView(BaseModel):
+    """One step as the report shows it."""
+
+    index: int
+    action: str
+    error: str = ""
+    injection: str = ""
+    items: list[str] = Field(default_factory=list)
+    withheld: list[str] = Field(default_factory=list)
+    tokens: int = 0
+    note: str = ""
+
+
+class EpisodeView(BaseModel):
+    """One judged (or infrastructure-failed) episode of one method and round."""
+
+    method: str
+    round: int
+    task: str
+    seed: int
+    success: bool
+    crashed: bool = False
+    infra: bool = False
+    error: str = ""
+    steps: list[StepView] = Field(default_factory=list)
+
+    @property
+    def anchor(self) -> str:
+        """A fragment id for the episode (method and task names are restricted; still, only safe characters)."""
+        raw = f"ep-{self.method}-{self.round}-{self.task}-{self.seed}"
+        return "".join(c if c.isalnum() or c in "-_" else "_" for c in raw)
+
+
+class LearnedItem(BaseModel):
+    """One item a method's memory holds at the end of the run, with its evidence."""
+
+    id: str
+    kind: str
+    status: str
+    text: str
+    trials: int = 0
+    controls: int = 0
+    difference: float | None = None
+    effective: int = 0
+    uses: int = 0
+    successes: int = 0
+
+
+class Learned(BaseModel):
+    """What one method's memory learned: counts by kind/status and the top items."""
+
+    counts: dict[str, int] = Field(default_factory=dict)
+    items: list[LearnedItem] = Field(default_factory=list)
+    skills: list[LearnedItem] = Field(default_factory=list)
+
+
+class ReportData(BaseModel):
+    """Everything the report needs besides the summary."""
+
+    episodes: list[EpisodeView] = Field(default_factory=list)
+    started_at: float | None = None
+    finished_at: float | None = None
+    learned: dict[str, Learned] = Field(default_factory=dict)
+
+    @property
+    def duration_s(self) -> float | None:
+        """Wall-clock seconds from the first episode's start to the last one's end."""
+        if self.started_at is None or self.finished_at is None:
+            return None
+        return max(self.finished_at - self.started_at, 0.0)
+
+
+def _step_views(traj: Trajectory) -> list[StepView]:
+    out = []
+    for s in traj.steps:
+        inj = s.injection
+        out.append(StepView(index=s.index, action=cap(s.action.describe(), 300),
+                            error=cap(s.error.message, 300) if s.error else "",
+                            injection=cap(inj.text) if inj else "", items=[i.id for i in inj.items] if inj else [],
+                            withheld=list(inj.withheld) if inj else [], tokens=inj.tokens if inj else 0,
+                            note=cap(inj.note, 200) if inj else ""))
+    return out
+
+
+def _traces(run_dir: RunDir, method: str, round_index: int) -> dict[str, Trajectory]:
+    path = run_dir.trace_file(method, round_index)
+    found: dict[str, Trajectory] = {}
+    if not path.exists():
+        return found
+    for number, raw in enumerate(path.read_bytes().splitlines(), start=1):
+        try:
+            t = parse_trajectory_line(raw.decode("utf-8"), path=str(path), line=number)
+        except (UnicodeDecodeError, TrajectoryFormatError):
+            continue
+        found[t.episode_id] = t
+    return found
+
+
+def episodes(run_dir: RunDir, spec: EvalSpec, lines: list[EpisodeResult]
+             ) -> tuple[list[EpisodeView], float | None, float | None]:
+    """Every judged episode (and every unresolved infrastructure failure) with its steps, and the
+    run's first start and last end (from the traces)."""
+    kept = judged(lines)
+    judged_keys = {r.key for r in kept}
+    kept += [r for r in lines if not r.judged and r.key not in judged_keys]
+    by_trace: dict[tuple[str, int], list[EpisodeResult]] = defaultdict(list)
+    for r in kept:
+        by_trace[(r.method, r.round)].append(r)
+    views: list[EpisodeView] = []
+    start: float | None = None
+    end: float | None = None
+    for (method, rnd), rows in sorted(by_trace.items()):
+        traces = _traces(run_dir, method, rnd)
+        for t in traces.values():
+            start = t.started_at if start is None else min(start, t.started_at)
+            end = max(end or 0.0, t.started_at + t.wall_ms / 1000)
+        for r in rows:
+            found = traces.get(r.episode_id)
+            views.append(EpisodeView(method=method, round=rnd, task=r.task, seed=r.seed, success=r.success,
+                                     crashed=r.judged and r.error is not None, infra=not r.judged,
+                                     error=cap(r.error or (r.infra.message if r.infra else ""), 300),
+                                     steps=_step_views(found) if found is not None else []))
+    return views, start, end
+
+
+def _knowledge(record_id: str, status: str, body: str) -> LearnedItem | None:
+    try:
+        item = KnowledgeItem.model_validate_json(body)
+    except ValidationError:
+        return None
+    records = item.evidence.records
+    trials = [r.score for r in records if r.arm == "trial"]
+    controls = [r.score for r in records if r.arm == "control"]
+    diff = sum(trials) / len(trials) - sum(controls) / len(controls) if trials and controls else None
+    return LearnedItem(id=record_id, kind=item.kind, status=status, text=cap(item.content, 400), trials=len(trials),
+                       controls=len(controls), difference=diff, effective=sum(r.effective for r in records))
+
+
+def _text(body: str) -> str:
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return ""
+    if not isinstance(value, dict):
+        return ""
+    for key in ("content", "description", "text", "signature", "name"):
+        if isinstance(value.get(key), str) and value[key]:
+            return cap(str(value[key]), 400)
+    return ""
+
+
+_STATUS_ORDER = {"admitted": 0, "verified": 0, "active": 1, "trial": 2, "candidate": 3, "unverified": 4}
+
+
+def learned(path: Path, namespace: str) -> Learned:
+    """What one method's store holds at the end of the run (counts, the strongest items, skill use)."""
+    if not path.exists():
+        return Learned()
+    try:
+        store = create_store(str(path), create=False)
+    except GuimemError as exc:
+        log.warning("report: cannot open %s: %s", path, exc)
+        return Learned()
+    try:
+        records = store.query(namespace)
+        counts: dict[str, int] = defaultdict(int)
+        uses: dict[str, list[bool]] = defaultdict(list)
+        for e in store.events(namespace=namespace):
+            if e.type == "used" and e.item_id:
+                try:
+                    uses[e.item_id].append(bool(json.loads(e.payload or "{}").get("success")))
+                except (ValueError, AttributeError):
+                    continue
+        items, skills = [], []
+        for r in records:
+            item = _knowledge(r.id, r.status, r.body) if r.kind == "knowledge" else None
+            kind = item.kind if item else r.kind
+            counts[f"{kind}:{r.status}"] += 1
+            if item is None:
+                item = LearnedItem(id=r.id, kind=kind, status=r.status, text=_text(r.body))
+            item.uses, item.successes = len(uses.get(r.id, [])), sum(uses.get(r.id, []))
+            if kind == "skill":
+                skills.append(item)
+            elif r.kind == "knowledge" and r.status in ("admitted", "trial"):
+                items.append(item)
+    finally:
+        store.close()
+    items.sort(key=lambda i: (_STATUS_ORDER.get(i.status, 9), -(i.difference or 0.0), -i.trials, i.id))
+    skills.sort(key=lambda i: (-i.uses, _STATUS_ORDER.get(i.status, 9), i.id))
+    return Learned(counts=dict(sorted(counts.items())), items=items[:TOP_ITEMS], skills=skills[:TOP_ITEMS])
+
+
+def collect(run_dir: RunDir, spec: EvalSpec, lines: list[EpisodeResult], namespaces: dict[str, str]) -> ReportData:
+    """Gather the report's data from a run directory."""
+    views, start, end = episodes(run_dir, spec, lines)
+    memory = {m: learned(run_dir.store_file(m), namespaces.get(m, m)) for m in spec.methods if m != "none"}
+    return ReportData(episodes=views, started_at=start, finished_at=end, learned=memory)

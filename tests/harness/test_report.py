@@ -1,0 +1,135 @@
+"""report.html: one self-contained page a researcher can read, checked on its markup and in real headless
+Chromium at laptop and phone widths (screenshots under test-artifacts/)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from guimem.harness.evaluate import Evaluation
+from guimem.harness.metrics import summarise
+from guimem.harness.report import nice_ticks, write_report
+from guimem.harness.reportdata import cap
+from guimem.harness.runfiles import EvalSpec, RunDir
+from guimem.settings import GuimemSettings
+from guimem.tasks import load_suite
+
+DATA = Path(__file__).parent.parent / "data"
+ARTIFACTS = Path(__file__).parent.parent.parent / "test-artifacts"
+METHODS = ["none", "graph", "steer", "stack"]
+HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run")
+    settings = GuimemSettings()
+    settings.embedder.name = "hashing"
+    spec = EvalSpec(env="form", suite=load_suite(str(DATA / "form_suite.json")), rounds=3, methods=METHODS,
+                    embedder="hashing:384")
+    Evaluation(spec, out, settings).run()
+    # a hostile injection text and error in one recorded step: the report must show them as text
+    trace = RunDir(out).trace_file("steer", 1)
+    lines = trace.read_text().splitlines()
+    first = json.loads(lines[0])
+    first["steps"][0]["injection"]["text"] = HOSTILE
+    first["steps"][0]["error"] = {"code": "no_such_element", "message": HOSTILE, "action": "tap"}
+    trace.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    run_dir = RunDir(out)
+    spec = run_dir.load_spec()
+    write_report(run_dir, spec, summarise(spec, run_dir.results(), run_dir))
+    return out
+
+
+def test_every_run_text_is_escaped_and_the_page_has_no_scripts_or_external_assets(run):
+    page = (run / "report.html").read_text()
+    assert "<script" not in page and "onerror=alert" not in page.replace("onerror=alert(1)&gt;", "")
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page), "self-contained: no external assets"
+
+
+def test_every_matrix_square_opens_an_embedded_episode(run):
+    page = (run / "report.html").read_text()
+    targets = re.findall(r'class="sq [a-z]+" href="#([^"]+)"', page)
+    sections = set(re.findall(r'<section class="episode" id="([^"]+)"', page))
+    assert len(targets) == 4 * 3 * len(METHODS), "one square per (task, seed) × method × round"
+    assert set(targets) == sections
+
+
+def test_item_and_step_texts_are_shortened_at_word_boundaries_only():
+    text = "word " * 400
+    short = cap(text, 100)
+    assert short.startswith("word word") and re.search(r"word … \(\d+ more characters\)$", short)
+    assert cap("short", 100) == "short"
+
+
+def test_axis_ticks_are_round_numbers():
+    assert nice_ticks(4.5) == [0, 1, 2, 3, 4, 5]
+    assert nice_ticks(148) == [0, 50, 100, 150]
+    assert all(float(t).is_integer() for t in nice_ticks(37))
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from guimem.envs.browser import launch_chrome
+    from guimem.settings import BrowserSettings
+
+    b = launch_chrome(BrowserSettings(), window=(1366, 900))
+    yield b.driver
+    b.close()
+
+
+def _colour_of(driver, selector):
+    return driver.execute_script(
+        "const el = document.querySelector(arguments[0]); if (!el) return null;"
+        "const s = getComputedStyle(el); return el.tagName === 'polyline' ? s.stroke : "
+        "(el.classList.contains('swatch') ? s.backgroundColor : s.fill);", selector)
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width,shot", [(1366, "report-laptop.png"), (390, "report-phone.png")])
+def test_the_report_renders_readably_in_chromium(browser, run, width, shot):
+    browser.set_window_size(width, 900)
+    browser.get((run / "report.html").as_uri())
+    titles = browser.execute_script("return [...document.querySelectorAll('svg.chart')].map(s => s.dataset.title)")
+    for wanted in ("Pass@k (%)", "Injected tokens, all rounds", "Memory size after each round (items)"):
+        assert wanted in titles
+    assert any(t.startswith("Recall latency") for t in titles)
+    assert sum(t in METHODS for t in titles) == len(METHODS) - 1, "one small Pass@k panel per method but none"
+    assert browser.execute_script("return document.querySelectorAll('polygon.band').length") >= len(METHODS), \
+        "CI bands"
+    for m in METHODS:  # one colour per method in every chart and in the table
+        colours = {_colour_of(browser, f'svg.chart polyline.line[data-method="{m}"]'),
+                   _colour_of(browser, f'rect.bar[data-method="{m}"]'),
+                   _colour_of(browser, f'circle.p50[data-method="{m}"]'),
+                   _colour_of(browser, f'table.main .swatch[data-method="{m}"]'),
+                   _colour_of(browser, f'table.matrix .swatch[data-method="{m}"]')}
+        if m != "none":
+            colours.add(_colour_of(browser, f'svg[data-title="Memory size after each round (items)"] '
+                                            f'polyline[data-method="{m}"]'))
+        assert len(colours) == 1 and None not in colours, (m, colours)
+    ticks = browser.execute_script("return [...document.querySelectorAll('text.tick')].map(t => t.textContent)")
+    assert ticks and all(re.fullmatch(r"[\d,]+", t) for t in ticks), ticks
+    # the first square opens its episode (hidden until then), with the step's injection
+    anchor = browser.find_element("css selector", "table.matrix a.sq")
+    target = anchor.get_attribute("href").split("#", 1)[1]
+    assert browser.execute_script("return getComputedStyle(document.getElementById(arguments[0])).display",
+                                  target) == "none"
+    anchor.click()
+    time.sleep(0.2)
+    assert browser.execute_script("return getComputedStyle(document.getElementById(arguments[0])).display",
+                                  target) == "block"
+    if width >= 1000:
+        assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth"), \
+            "no horizontal scrolling of the page on a laptop (wide tables scroll in their own box)"
+    browser.get((run / "report.html").as_uri())
+    height = browser.execute_script("return document.documentElement.scrollHeight")
+    browser.set_window_size(width, min(height, 6000))
+    ARTIFACTS.mkdir(exist_ok=True)
+    browser.save_screenshot(str(ARTIFACTS / shot))
+    learned = browser.execute_script("return [...document.querySelectorAll('table.learned td')].length")
+    assert learned > 0, "what memory learned, with its evidence"
