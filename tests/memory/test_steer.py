@@ -278,3 +278,14 @@ def test_items_under_trial_are_labelled_as_such_never_as_verified(kit, method):
     assert inj.items and all(i.trial for i in inj.items)
     assert inj.text.splitlines()[0] == TRIAL_TITLE and "verified" not in inj.text.split("\n", 1)[1].lower()
     assert "Verified knowledge" not in inj.text and "(verified)" not in inj.text
+
+
+def test_warnings_on_different_states_of_one_screen_say_which_state_they_are_about():
+    from guimem.memory.steer.propose import OfflineProposer
+
+    proposer = OfflineProposer(OfflineContractParser())
+    (empty,) = proposer.propose(episode([LOGIN], seed=1), 0)
+    (half,) = proposer.propose(episode([USER, LOGIN], seed=1), 0)
+    assert empty.content != half.content, "two states, two texts: nothing identical to tell apart"
+    assert "(username empty, password empty)" in empty.content
+    assert "(username filled, password empty)" in half.content

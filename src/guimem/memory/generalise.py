@@ -11,7 +11,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from guimem.types import Action, ActionKind, Observation, Selector, Task, Trajectory, screen_signature
+from guimem.types import Action, ActionKind, Observation, Selector, Task, Trajectory, mask_text, screen_signature
 from guimem.types.actions import TARGETED_KINDS
 
 _QUOTED = re.compile(r"[\"“]([^\"”]{1,80})[\"”]")
@@ -37,6 +37,25 @@ def state_masks(task: Task) -> list[str]:
 def state_text(obs: Observation, task: Task, state: bool = True) -> str:
     """The signature a memory embeds for a screen of ``task``."""
     return screen_signature(obs, state_masks(task), state=state)
+
+
+def state_qualifier(obs: Observation, task: Task, limit: int = 4) -> str:
+    """What distinguishes this state of a screen in words: which fields are filled or empty and which
+    boxes are checked (task values masked; at most ``limit`` fields), e.g. ``username filled, password
+    empty``. Empty when the screen has no such state."""
+    masks = state_masks(task)
+    parts = []
+    for el in obs.elements:
+        name = mask_text(el.label or el.resource_id or el.text, masks, limit=None)
+        if not name:
+            continue
+        if el.editable:
+            parts.append(f"{name} {'filled' if el.value else 'empty'}")
+        elif el.checked is not None:
+            parts.append(f"{name} {'checked' if el.checked else 'unchecked'}")
+    if len(parts) > limit:
+        parts = [*parts[:limit], f"{len(parts) - limit} more"]
+    return ", ".join(parts)
 
 
 def _general(value: str, values: dict[str, str]) -> tuple[str, bool]:

@@ -13,6 +13,7 @@ from guimem.memory.generalise import (
     generalise_action,
     performed_actions,
     state_masks,
+    state_qualifier,
     state_text,
     template_key,
 )
@@ -62,8 +63,10 @@ def _warning(traj: Trajectory, performed: list[Performed], index: int, parser: C
     template = generalise_action(bad.action, traj.task)
     state = state_text(bad.before, traj.task)
     why = traj.outcome.reason or f"score {traj.outcome.score:+.1f}"
+    qualifier = state_qualifier(bad.before, traj.task)
+    where = f"in this state ({qualifier})" if qualifier else "in this state"
     text = content or (f"On the {bad.before.location or bad.before.app} screen, do not {template.describe()} "
-                       f"in this state: it led to failure ({why}).")
+                       f"{where}: it led to failure ({why}).")
     contract = parser.parse(traj.task)
     return KnowledgeItem(
         kind="warning", applicability=Applicability(app=traj.task.app, task=traj.task.id, contract=contract,
