@@ -28,7 +28,7 @@ from guimem.tasks import load_suite
 
 
 def _spec(st: CliState, env: str, suite: str, rounds: int, methods: str, policy: str, workers: int, backend: str,
-          exclude_source_task: bool, context: str) -> EvalSpec:
+          exclude_source_task: bool, context: str, screenshots: bool = False) -> EvalSpec:
     chosen = [m.strip() for m in methods.split(",") if m.strip()]
     if not chosen:
         raise ConfigError(f"--methods {methods!r} names no method",
@@ -47,7 +47,8 @@ def _spec(st: CliState, env: str, suite: str, rounds: int, methods: str, policy:
     return EvalSpec(env=env, suite=suite_obj, rounds=rounds, methods=methods_of(chosen), policy=policy,
                     context=context, memory=MemorySpec(exclude_source_task=exclude_source_task,
                                                        extractor=st.settings.extractor), embedder=embedder,
-                    llm=llm, token_encoding=st.settings.token_encoding, workers=workers, backend=backend)
+                    llm=llm, token_encoding=st.settings.token_encoding, workers=workers, backend=backend,
+                    screenshots=screenshots)
 
 
 def check_out_dir(out: Path) -> None:
@@ -105,12 +106,16 @@ def eval_command(
     backend: str = typer.Option("local", "--backend", help="local or ray."),
     exclude_source_task: bool = typer.Option(False, "--exclude-source-task",
                                              help="Leave-one-task-out: items never influence their source task."),
+    screenshots: bool = typer.Option(False, "--screenshots",
+                                     help="Save a PNG per observation under OUT/screenshots (the inspector shows "
+                                          "them with each step)."),
     json_output: bool = typer.Option(False, "--json", help="Print summary.json instead of the table."),
 ) -> None:
     """Run (or resume) a lifelong evaluation; write results, traces, summary.json and report.html to OUT."""
     st = state(ctx, json_output)
     try:
-        spec = _spec(st, env, suite, rounds, methods, policy, workers, backend, exclude_source_task, context)
+        spec = _spec(st, env, suite, rounds, methods, policy, workers, backend, exclude_source_task, context,
+                     screenshots)
         check_out_dir(out)
         total = len(spec.suite.tasks) * spec.rounds * len(spec.methods)
         done = len(judged(RunDir(out).results()))

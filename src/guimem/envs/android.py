@@ -11,6 +11,7 @@ import hashlib
 import re
 import shlex
 import time
+import uuid
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
@@ -162,6 +163,7 @@ class AndroidEnv:
         self.settle_tries = settle_tries
         self.settle_wait_s = settle_wait_s
         self.screenshots_dir = screenshots_dir
+        self._shot_prefix = uuid.uuid4().hex[:8]  # envs sharing a folder (workers) never overwrite each other
         self._task: Task | None = None
         self._obs: Observation | None = None
         self._count = 0
@@ -215,7 +217,7 @@ class AndroidEnv:
         obs = parse_hierarchy(xml_text, app=package, location=activity)
         if self.screenshots_dir is not None:
             self.screenshots_dir.mkdir(parents=True, exist_ok=True)
-            path = self.screenshots_dir / f"obs-{self._count:05d}.png"
+            path = self.screenshots_dir / f"obs-{self._shot_prefix}-{self._count:05d}.png"
             path.write_bytes(self.device.screencap())
             obs = obs.model_copy(update={"screenshot": str(path)})
         self._count += 1

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
@@ -129,6 +130,7 @@ class MiniWoBEnv:
     def __init__(self, settings: BrowserSettings | None = None, screenshots_dir: Path | None = None) -> None:
         self.settings = settings or BrowserSettings()
         self.screenshots_dir = screenshots_dir
+        self._shot_prefix = uuid.uuid4().hex[:8]  # envs sharing a folder (workers) never overwrite each other
         self._browser: Browser | None = None
         self._page: str | None = None
         self._task: Task | None = None
@@ -222,7 +224,7 @@ class MiniWoBEnv:
         shot = None
         if self.screenshots_dir is not None:
             self.screenshots_dir.mkdir(parents=True, exist_ok=True)
-            path = self.screenshots_dir / f"obs-{self._obs_count:05d}.png"
+            path = self.screenshots_dir / f"obs-{self._shot_prefix}-{self._obs_count:05d}.png"
             self.driver.save_screenshot(str(path))
             shot = str(path)
         self._obs_count += 1

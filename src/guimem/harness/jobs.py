@@ -73,7 +73,8 @@ class Workbench:
     def env(self) -> Env:
         """The environment (started on first use)."""
         if self._env is None:
-            self._env = make_env(self.spec.env, self.settings)
+            shots = self.run_dir.path.resolve() / "screenshots" if self.spec.screenshots else None
+            self._env = make_env(self.spec.env, self.settings, screenshots_dir=shots)
         return self._env
 
     def env_factory(self) -> Callable[[], Env]:

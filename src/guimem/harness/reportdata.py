@@ -18,7 +18,7 @@ from guimem.errors import GuimemError, TrajectoryFormatError
 from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir, judged
 from guimem.memory.steer.items import KnowledgeItem
 from guimem.storage.base import create_store
-from guimem.types import Trajectory
+from guimem.types import Trajectory, shorten
 from guimem.types.files import parse_trajectory_line
 
 log = logging.getLogger(__name__)
@@ -27,12 +27,8 @@ TOP_ITEMS = 8
 
 
 def cap(text: str, limit: int = TEXT_CAP) -> str:
-    """``text`` shortened at a word boundary with a count of what was left out (never mid-word)."""
-    if len(text) <= limit:
-        return text
-    cut = text.rfind(" ", 0, limit)
-    cut = cut if cut > limit // 2 else limit
-    return f"{text[:cut]} … ({len(text) - cut} more characters)"
+    """``text`` shortened at a word boundary (`shorten`)."""
+    return shorten(text, limit)
 
 
 class StepView(BaseModel):

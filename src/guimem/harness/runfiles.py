@@ -56,6 +56,7 @@ class EvalSpec(BaseModel):
     max_steps: int = 15
     workers: int = 1
     backend: str = "local"
+    screenshots: bool = False
     versions: dict[str, str] = Field(default_factory=package_versions)
     created_at: float = Field(default_factory=time.time)
     machine: str = Field(default_factory=lambda: f"{platform.machine()} {os.cpu_count()} cores")

@@ -32,7 +32,7 @@ from guimem.service.models import (
 from guimem.settings import GuimemSettings
 from guimem.storage import Record, Store, create_store
 from guimem.storage.base import EventDraft
-from guimem.types import Task, Trajectory, read_trajectories
+from guimem.types import Task, Trajectory, read_trajectories, shorten
 
 EXPORT_VERSION = 1
 
@@ -52,7 +52,7 @@ def _summary(kind: str, body: dict[str, object]) -> str:
     for key in ("content", "text", "description", "signature", "name"):
         value = body.get(key)
         if isinstance(value, str) and value:
-            return value.splitlines()[0][:100]
+            return value.splitlines()[0]  # whole: views shorten at word boundaries
     return kind
 
 
@@ -152,7 +152,7 @@ class MemoryService:
             from guimem.memory.program import SkillProgram
 
             code = SkillProgram.model_validate(body["program"]).render(str(body.get("name", "skill")),
-                                                                       str(body.get("description", ""))[:200])
+                                                                       shorten(str(body.get("description", "")), 200))
         return ItemDetail(id=rec.id, kind=rec.kind, status=rec.status, version=rec.version,
                           summary=_summary(rec.kind, body), body=body, code=code)
 

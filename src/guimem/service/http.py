@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Path, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -35,7 +35,6 @@ from guimem.errors import (
     NotFoundError,
     UnknownBackendError,
 )
-from guimem.memory.graph import EdgeBody, NodeBody
 from guimem.service.core import MemoryService
 from guimem.service.guard import Guard, GuardSettings
 from guimem.service.models import (
@@ -48,7 +47,8 @@ from guimem.service.models import (
     Stats,
     TransferReply,
 )
-from guimem.types import ItemKind, Trajectory, iter_trajectories
+from guimem.service.views import episodes_view, graph_view, runs_view, screenshot_file
+from guimem.types import Trajectory
 
 STATUS = {NotFoundError: 404, LifecycleError: 409, ConflictError: 409, FileConflictError: 409, DataError: 422,
           UnknownBackendError: 400, ConfigError: 400}
@@ -167,42 +167,6 @@ def _install_error_handlers(app: FastAPI) -> None:
         return response
 
 
-def _graph(service: MemoryService) -> dict[str, list[dict[str, object]]]:
-    if service.memory.name != "graph":
-        return {"nodes": [], "edges": []}
-    nodes: list[dict[str, object]] = [
-        {"id": r.id, "label": NodeBody.model_validate_json(r.body).signature.splitlines()[1:2]}
-        for r in service.store.query(service.namespace, ItemKind.NODE.value)]
-    edges: list[dict[str, object]] = []
-    for r in service.store.query(service.namespace, ItemKind.EDGE.value, ["active"]):
-        body = EdgeBody.model_validate_json(r.body)
-        edges.append({"id": r.id, "source": body.source, "target": body.target, "success": body.success,
-                      "text": body.text})
-    return {"nodes": nodes, "edges": edges}
-
-
-def _runs(run_dir: FilePath | None) -> list[dict[str, object]]:
-    if run_dir is None or not (run_dir / "traces").exists():
-        return []
-    return [{"method": m.name, "rounds": sorted(int(p.stem.split("-")[1]) for p in m.glob("round-*.jsonl"))}
-            for m in sorted((run_dir / "traces").iterdir()) if m.is_dir()]
-
-
-def _episodes(run_dir: FilePath | None, method: str, round_index: int) -> list[dict[str, object]]:
-    if run_dir is None:
-        raise NotFoundError("run", "(no run directory is served: start with guimem serve --run DIR)")
-    path = (run_dir / "traces" / method / f"round-{round_index}.jsonl").resolve()
-    if not path.is_relative_to(run_dir.resolve()) or not path.is_file():
-        raise NotFoundError("trace", f"{method}/round-{round_index}")
-    out = []
-    for t in iter_trajectories(path):
-        out.append({"episode": t.episode_id, "task": t.task.id, "seed": t.task.seed, "success": t.outcome.success,
-                    "steps": [{"index": s.index, "action": s.action.describe(), "injected": s.injection.text,
-                               "tokens": s.injection.tokens, "abstained": s.injection.abstained,
-                               "error": s.error.message if s.error else None} for s in t.steps]})
-    return out
-
-
 def create_app(service: MemoryService, api_key: str | None = None, max_body_bytes: int = 5_000_000,
                run_dir: FilePath | None = None, insecure: bool = False) -> FastAPI:
     """The FastAPI application serving ``service`` (wrapped by the `Guard`)."""
@@ -298,16 +262,24 @@ def _static(name: str) -> str:
 def _inspector_routes(app: FastAPI, service: MemoryService, run_dir: FilePath | None, secured: list[Any]) -> None:
     @app.get("/v1/graph", responses=READ, dependencies=secured)
     def graph() -> dict[str, list[dict[str, object]]]:
-        return _graph(service)
+        return graph_view(service)
 
     @app.get("/v1/runs", responses=READ, dependencies=secured)
     def runs() -> list[dict[str, object]]:
-        return _runs(run_dir)
+        return runs_view(run_dir)
 
     @app.get("/v1/runs/{method}/{round_index}", responses={**READ, **_documented(404)}, dependencies=secured)
     def episodes(method: Annotated[str, Path(pattern=METHOD_NAME)],
                  round_index: Annotated[int, Path(ge=0, le=100_000)]) -> list[dict[str, object]]:
-        return _episodes(run_dir, method, round_index)
+        return episodes_view(run_dir, method, round_index)
+
+    @app.get("/v1/runs/{method}/{round_index}/{episode}/{step}/screenshot", response_class=FileResponse,
+             responses={**READ, **_documented(404), 200: {"content": {"image/png": {}}}}, dependencies=secured)
+    def screenshot(method: Annotated[str, Path(pattern=METHOD_NAME)],
+                   round_index: Annotated[int, Path(ge=0, le=100_000)],
+                   episode: Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{1,64}$")],
+                   step: Annotated[int, Path(ge=0, le=100_000)]) -> FileResponse:
+        return FileResponse(screenshot_file(run_dir, method, round_index, episode, step), media_type="image/png")
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def inspector() -> str:

@@ -29,6 +29,7 @@ from guimem.types.files import (
 )
 from guimem.types.preflight import Preflight
 from guimem.types.signature import mask_text, screen_signature, structure_hash
+from guimem.types.text import shorten
 from guimem.types.ui import (
     Bounds,
     MatchStatus,
@@ -73,6 +74,7 @@ __all__ = [
     "fill",
     "iter_trajectories",
     "mask_text",
+    "shorten",
     "new_episode_id",
     "normalise_text",
     "parse_trajectory_line",
