@@ -129,7 +129,7 @@ class MemoryService:
         items = {f"{kind}:{status}": n for (kind, status), n in sorted(raw.by_kind_status.items())}
         rnd = self.store.meta_get(f"{self.namespace}.round")
         return Stats(method=self.memory.name, namespace=self.namespace, items=items, events=raw.events,
-                     round=int(rnd) if rnd is not None else None)
+                     round=int(rnd) if rnd is not None else None, committed_round=self.memory.committed_round())
 
     def list_items(self, kind: str | None = None, status: str | None = None) -> list[ItemSummary]:
         """Current items, optionally filtered."""

@@ -67,13 +67,18 @@ class EventView(BaseModel):
 
 
 class Stats(BaseModel):
-    """Counts of a memory."""
+    """Counts of a memory.
+
+    ``round``: round boundaries the admission lifecycle has passed (steer, stack; None for others).
+    ``committed_round``: the last round boundary committed by the evaluation (0-based; -1 for none).
+    """
 
     method: str
     namespace: str
     items: dict[str, int]
     events: int
     round: int | None = None
+    committed_round: int = -1
 
 
 class TransferReply(BaseModel):

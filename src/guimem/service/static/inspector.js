@@ -311,7 +311,8 @@ async function episodes() {
 async function load() {
   try {
     const stats = await get('/v1/stats');
-    const rnd = Number.isInteger(stats.round) ? `; committed through round ${stats.round + 1}` : '';
+    const rnd = Number.isInteger(stats.committed_round) && stats.committed_round >= 0
+      ? `; learned through round ${stats.committed_round + 1}` : '';
     document.getElementById('summary').textContent = `memory ${stats.method} (namespace ${stats.namespace}): ` +
       Object.entries(stats.items).map(([k, v]) => `${k} ${int(v)}`).join(', ') + `; ${int(stats.events)} events${rnd}`;
     drawGraph(await get('/v1/graph'));
