@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from guimem.memory.settings import MemorySpec
 from guimem.memory.stack import StackMemory
-from guimem.memory.steer.items import ItemStatus
+from guimem.memory.steer.items import ItemStatus, is_failure, is_screen_avoid
 from guimem.memory.steer.trials import assign
 from guimem.testing import FormEnv
 from guimem.types import ItemKind, Task
@@ -16,8 +16,9 @@ def test_stack_proposes_every_kind_through_one_lifecycle(kit):
     mem.learn(episode([LOGIN], seed=2))
     mem.end_round()
     kinds = {it.kind for it, _ in mem.items().values()}
-    assert {"procedure", "warning", "skill"} <= kinds
-    assert {st for _, st in mem.items().values()} == {ItemStatus.CANDIDATE}
+    assert {"procedure", "warning", "skill", "edge"} <= kinds
+    for item, status in mem.items().values():  # screen-specific avoid items go straight to trial
+        assert status is (ItemStatus.TRIAL if is_screen_avoid(item) else ItemStatus.CANDIDATE), item.kind
 
 
 def test_stack_respects_the_token_budget_and_kind_caps(kit):
@@ -62,3 +63,79 @@ def test_stack_runs_its_skills(kit):
 
     transition, performed = mem.run_skill(env, Action(kind=ActionKind.RUN_SKILL, skill=skill.name), env.task, obs)
     assert transition.done and env.evaluate().success and len(performed) == 3
+
+
+def _stack(kit, **rules):
+    from guimem.memory.settings import AdmissionRules
+
+    return StackMemory(kit, MemorySpec(admission=AdmissionRules(**rules)), env_factory=FormEnv)
+
+
+def test_an_avoid_item_from_a_failure_acts_from_the_next_round_in_every_episode_of_its_task(kit):
+    mem = _stack(kit)
+    mem.learn(episode([LOGIN], seed=1))  # tapped Login on the empty form: failed
+    mem.end_round()
+    avoid = {i for i, (it, _) in mem.items().items() if is_screen_avoid(it)}
+    assert any(is_failure(it) for it, _ in mem.items().values()), "the failed subgoal is kept"
+    for slot in (0, 1):  # no control arm: every episode of the task sees it, labelled as under trial
+        inj = mem.recall(form_query(3, slot=slot))
+        assert avoid <= set(inj.ids) and all(i.trial for i in inj.items if i.id in avoid)
+        assert not set(inj.withheld) & avoid
+    failed = [i for i in mem.recall(form_query(3)).items if i.kind is ItemKind.EDGE]
+    assert failed and all(i.success is False for i in failed), "the explorer reads it as what failed"
+
+
+def test_steer_keeps_the_papers_matched_controls_for_the_same_warning(kit):
+    from guimem.memory.steer.memory import SteerMemory
+
+    mem = SteerMemory(kit)
+    mem.learn(episode([LOGIN], seed=1))
+    mem.end_round()
+    (warning,) = mem.items()
+    arms = {assign(warning, mem.round, slot) for slot in (0, 1)}
+    shown = {slot for slot in (0, 1) if warning in mem.recall(form_query(3, slot=slot)).ids}
+    assert arms == {"trial", "control"} and len(shown) == 1
+
+
+def test_the_tasks_own_history_gives_controls_so_a_task_seen_once_per_round_is_not_starved(kit):
+    mem = _stack(kit)
+    for r in range(2):  # the task seen once per round, failing
+        mem.learn(episode([LOGIN], seed=1, round_index=r))
+        mem.end_round()
+    mem.learn(episode([USER, PASS, LOGIN], seed=2, round_index=2))  # then one success proposes a procedure
+    mem.end_round()
+    (proc_id, (proc, status)), = [(i, e) for i, e in mem.items().items() if e[0].kind == "procedure"]
+    controls = proc.evidence.arm("control")
+    assert status is ItemStatus.CANDIDATE and len(controls) == 3 and all(c.historical for c in controls)
+    for slot in (0, 1):
+        assert proc_id in mem.recall(form_query(5, slot=slot)).ids, "it has its controls: shown every time"
+    for r, seed in ((3, 5), (4, 6)):
+        mem.learn(episode([USER, PASS, LOGIN], seed=seed, round_index=r, memory=mem))
+        mem.end_round()
+    assert mem.items()[proc_id][1] is ItemStatus.ADMITTED, mem.items()[proc_id][0].evidence
+
+
+def test_an_item_shown_where_the_same_task_and_seed_succeeded_before_is_harmful_and_goes(kit):
+    mem = _stack(kit)
+    mem.learn(episode([USER, PASS, LOGIN], seed=1))  # seed 1 succeeds before any item exists
+    mem.learn(episode([LOGIN], seed=2))
+    mem.end_round()
+    shown = mem.recall(form_query(1)).ids
+    assert shown
+    mem.learn(episode([LOGIN], seed=1, memory=mem, round_index=1))  # seed 1 now fails with items shown
+    mem.end_round()
+    statuses = {mem.items()[i][1] for i in shown}
+    assert statuses <= {ItemStatus.REJECTED}, statuses
+
+
+def test_an_admitted_item_that_harms_is_retired_at_the_next_boundary(kit):
+    mem = _stack(kit)
+    mem.learn(episode([USER, PASS, LOGIN], seed=1))
+    mem.end_round()
+    (proc_id,) = [i for i, (it, _) in mem.items().items() if it.kind == "procedure"]
+    mem.set_status(proc_id, "trial", "test")
+    mem.set_status(proc_id, "admitted", "test")
+    mem.learn(episode([LOGIN], seed=1, memory=mem, round_index=1))  # shown, and seed 1 fails where it succeeded
+    mem.end_round()
+    assert mem.items()[proc_id][1] is ItemStatus.RETIRED
+    assert proc_id not in mem.recall(form_query(1)).ids

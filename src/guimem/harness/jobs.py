@@ -17,7 +17,7 @@ from guimem.memory.base import Memory, SkillRunner
 from guimem.memory.factory import open_memory
 from guimem.settings import GuimemSettings
 from guimem.tasks import SuiteEntry
-from guimem.types import ActionErrorCode, InfraComponent, Preflight, Trajectory
+from guimem.types import ActionErrorCode, ActionKind, InfraComponent, Preflight, Trajectory
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,8 @@ def result_of(job: EpisodeJob, traj: Trajectory) -> EpisodeResult:
         parse_failures=sum(1 for s in traj.steps if s.error and s.error.code is ActionErrorCode.PARSE_ERROR),
         context_overflow=any(s.error and s.error.code is ActionErrorCode.MODEL_ERROR for s in traj.steps),
         output_modes=sorted({c.mode for c in calls if c.mode}),
+        skill_runs=sum(1 for s in traj.steps if s.action.kind is ActionKind.RUN_SKILL),
+        skill_failures=sum(1 for s in traj.steps if s.action.kind is ActionKind.RUN_SKILL and s.error is not None),
     )
 
 

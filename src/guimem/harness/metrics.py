@@ -88,6 +88,12 @@ def _model_totals(rows: list[EpisodeResult]) -> ModelTotals | None:
                        output_modes=sorted({m for r in rows for m in r.output_modes}))
 
 
+def _skill_runs(rows: list[EpisodeResult]) -> dict[str, object]:
+    runs = sum(r.skill_runs for r in rows)
+    failures = sum(r.skill_failures for r in rows)
+    return {"skill_runs": runs, "skill_run_success_rate": round((runs - failures) / runs, 4) if runs else None}
+
+
 class MethodSummary(BaseModel):
     """Everything ``summary.json`` says about one method."""
 
@@ -99,6 +105,8 @@ class MethodSummary(BaseModel):
     steps_total: int
     infra: InfraCounts = Field(default_factory=InfraCounts)
     model: ModelTotals | None = None
+    skill_runs: int = 0
+    skill_run_success_rate: float | None = None
 
 
 class Summary(BaseModel):
@@ -201,7 +209,7 @@ def summarise(spec: EvalSpec, lines: list[EpisodeResult], run_dir: RunDir | None
                                         steps_total=sum(r.steps for r in rows),
                                         infra=_infra([r for r in lines if r.method == method and not r.judged],
                                                      [r for r in pending if r.method == method]),
-                                        model=_model_totals(rows))
+                                        model=_model_totals(rows), **_skill_runs(rows))
     expected = len(spec.suite.tasks) * rounds * len(spec.methods)
     run = {"suite": spec.suite.name, "env": spec.env, "rounds": rounds, "methods": spec.methods,
            "policy": spec.policy, "episodes_per_round": len(spec.suite.tasks), "embedder": spec.embedder,

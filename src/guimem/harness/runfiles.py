@@ -93,6 +93,8 @@ class EpisodeResult(BaseModel):
     parse_failures: int = 0
     context_overflow: bool = False
     output_modes: list[str] = Field(default_factory=list)
+    skill_runs: int = 0
+    skill_failures: int = 0
 
     @property
     def key(self) -> tuple[str, int, str, int]:

@@ -77,6 +77,8 @@ def generalise_selector(sel: Selector, values: dict[str, str]) -> Selector:
     rid, partial = _general(sel.resource_id, values) if sel.resource_id else ("", False)
     if partial:
         rid = sel.resource_id
+    if rid == sel.resource_id and (text != sel.text or label != sel.label):
+        rid = ""  # the task value names the element; its id was where the value happened to be this time
     nth = None if (text != sel.text or label != sel.label) else sel.nth
     return sel.model_copy(update={"text": text, "label": label, "resource_id": rid, "contains": contains, "nth": nth})
 

@@ -82,6 +82,18 @@ class SkillRun:
     done: bool
 
 
+def can_start(program: SkillProgram, args: dict[str, str], observation: Observation) -> bool:
+    """Can ``program`` start on this screen: are its arguments given, and does its first targeted step
+    find its element here (with the arguments filled)?"""
+    if any(p not in args for p in program.params) or not program.steps:
+        return False
+    first = program.steps[0].bind(args)
+    if first.selector is None:
+        return True
+    res = first.selector.resolve(observation)
+    return res.ok and res.element is not None
+
+
 def execute(env: Env, program: SkillProgram, args: dict[str, str], observation: Observation,
             name: str = "skill") -> SkillRun:
     """Run ``program`` on ``env`` from ``observation`` with ``args``."""

@@ -46,6 +46,9 @@ class SkillSettings(BaseModel):
     verify: bool = True
     recall_unverified: bool = False
     exclude_source_task: bool = False
+    match_state: bool = True
+    """Offer a skill only where it can start: its arguments are the task's and its first step finds its
+    element on this screen."""
 
 
 class GateSettings(BaseModel):
@@ -66,6 +69,27 @@ class SteerSettings(BaseModel):
     extractor: Literal["offline", "llm"] = "offline"
 
 
+class AdmissionRules(BaseModel):
+    """How the ``stack`` admits items beyond STEER's matched controls (``steer`` keeps the paper's rules).
+
+    Attributes:
+        fast_avoid: An avoid item about one screen of one task (a warning, a failed subgoal) acts from
+            the round after it was learned, shown to every episode of its task (no control arm).
+        history_controls: The task's own episodes before an item existed count as its controls; once an
+            item has enough controls it is shown to every episode it fits (a task seen once per round
+            is not starved of trials).
+        retire_harmful: An item shown in an episode that failed where the same task and seed
+            succeeded before the item existed (or where its matched control succeeded) is harmful: a
+            pending item is rejected, an admitted one retired, at the next round boundary.
+        history_per_task: How many past episodes of a task are kept as its history.
+    """
+
+    fast_avoid: bool = True
+    history_controls: bool = True
+    retire_harmful: bool = True
+    history_per_task: int = Field(default=20, ge=1)
+
+
 class MemorySpec(BaseModel):
     """A serialisable recipe for any memory method (recorded in run specs).
 
@@ -74,11 +98,13 @@ class MemorySpec(BaseModel):
             STEER proposer and contract parser ask the configured model).
         exclude_source_task: Leave-one-task-out: nothing learned from a task is recalled for it.
         token_budget: Tokens per step the stack may inject.
+        admission: The stack's admission rules (`AdmissionRules`).
     """
 
     graph: GraphSettings = Field(default_factory=GraphSettings)
     skills: SkillSettings = Field(default_factory=SkillSettings)
     steer: SteerSettings = Field(default_factory=SteerSettings)
+    admission: AdmissionRules = Field(default_factory=AdmissionRules)
     append_all_k: int = 5
     extractor: str = "offline"
     exclude_source_task: bool = False

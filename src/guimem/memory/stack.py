@@ -22,7 +22,7 @@ from guimem.llm import LLMClient
 from guimem.memory.base import RecallQuery, RoundLog, StoredRounds
 from guimem.memory.generalise import state_text, template_key
 from guimem.memory.kit import MemoryKit
-from guimem.memory.program import execute, record_use
+from guimem.memory.program import can_start, execute, record_use
 from guimem.memory.ranking import mmr, tau_for
 from guimem.memory.settings import MemorySpec
 from guimem.memory.skills.induce import induce
@@ -32,7 +32,6 @@ from guimem.memory.steer.items import UNDER_TEST, Applicability, ItemStatus, Kno
 from guimem.memory.steer.lifecycle import Admission, AdmissionMembers
 from guimem.memory.steer.memory import CachedContracts, build_extractors, compatible, item_view
 from guimem.memory.steer.propose import Proposer
-from guimem.memory.steer.trials import assign
 from guimem.memory.subgoals import (
     Annotator,
     LLMAnnotator,
@@ -68,10 +67,12 @@ class StackProposer:
         self.annotator: Annotator = LLMAnnotator(llm) if llm is not None else OfflineAnnotator()
 
     def propose(self, traj: Trajectory, round_index: int) -> list[KnowledgeItem]:
-        """All proposals of one episode."""
+        """All proposals of one episode: from a success, its procedure, subgoals and skill; from a
+        failure, its warning and the subgoal that failed (what was tried on this screen)."""
         items = self.base.propose(traj, round_index)
+        items += self._edges(traj, round_index)
         if traj.outcome.success:
-            items += self._edges(traj, round_index) + self._skills(traj, round_index)
+            items += self._skills(traj, round_index)
         return items
 
     def _item(self, traj: Trajectory, kind: str, content: str, behaviour: Behaviour, state: str, round_index: int,
@@ -86,13 +87,21 @@ class StackProposer:
             **extra)
 
     def _edges(self, traj: Trajectory, round_index: int) -> list[KnowledgeItem]:
+        """Subgoals: from a success, those that changed the screen (their order is told by the screen
+        they start on); from a failure, the subgoals that failed (not to be repeated from that screen)."""
         segments = self.segmenter.segment(traj)
         out = []
         for i, seg in enumerate(segments):
-            ann = self.annotator.annotate(seg, traj, is_last=i == len(segments) - 1)
-            if ann.success != "yes" or len(segments) < 2:
-                continue
             state = state_text(seg.before, traj.task)
+            ann = self.annotator.annotate(seg, traj, is_last=i == len(segments) - 1)
+            if not traj.outcome.success:
+                if ann.success == "no":
+                    key = f"edge-failed|{traj.task.id}|{template_key(ann.behaviour.actions)}|{state}"
+                    out.append(self._item(traj, "edge", f"[FAILED] {ann.text} -> {ann.effect}", ann.behaviour,
+                                          state, round_index, key))
+                continue
+            if len(segments) < 2 or state == state_text(seg.after, traj.task) or ann.success != "yes":
+                continue  # a step that changed nothing visible is no subgoal: out of its order it misleads
             key = f"edge|{traj.task.id}|{template_key(ann.behaviour.actions)}|{state}"
             out.append(self._item(traj, "edge", f"{ann.text} -> {ann.effect}", ann.behaviour, state, round_index, key))
         return out
@@ -125,7 +134,8 @@ class StackMemory(AdmissionMembers, StoredRounds):
         parser, proposer = build_extractors(kit, self.spec.extractor)
         self.contract = CachedContracts(parser)
         llm = kit.llm if self.spec.extractor == "llm" else None
-        self.lifecycle = Admission(kit, self.spec.steer.gate, StackProposer(proposer, parser, env_factory, llm))
+        self.lifecycle = Admission(kit, self.spec.steer.gate, StackProposer(proposer, parser, env_factory, llm),
+                                   rules=self.spec.admission)
         self.rounds = RoundLog(kit.store, kit.namespace)
         self.tau = tau_for(kit.embedder.name)
         self._vectors: dict[str, NDArray[np.float32]] = {}
@@ -141,7 +151,10 @@ class StackMemory(AdmissionMembers, StoredRounds):
             self._vectors[item_id] = self.kit.embed_text(item.content, EmbedRole.PASSAGE)
         return self._vectors[item_id]
 
-    def _fits_screen(self, item: KnowledgeItem, state: str, here: NDArray[np.float32]) -> bool:
+    def _fits_screen(self, item: KnowledgeItem, query: RecallQuery, state: str, here: NDArray[np.float32]) -> bool:
+        """Edges must start on a screen like this one; skills must be able to start here."""
+        if item.kind == "skill" and item.program is not None:
+            return can_start(item.program, query.task.params, query.observation)
         if item.kind != "edge" or item.applicability.state == state:
             return True
         return cosine(here, self.kit.embed_text(item.applicability.state)) >= self.tau
@@ -157,9 +170,9 @@ class StackMemory(AdmissionMembers, StoredRounds):
             if status not in (ItemStatus.ADMITTED, *UNDER_TEST):
                 continue
             if not compatible(item, query.task, contract, state, self.spec.exclude_source_task) or \
-                    not self._fits_screen(item, state, here):
+                    not self._fits_screen(item, query, state, here):
                 continue
-            if status in UNDER_TEST and assign(item_id, self.round, query.slot) == "control":
+            if status in UNDER_TEST and self.lifecycle.arm(item_id, item, status, query.slot) == "control":
                 withheld.append(item_id)
                 continue
             shown.append((item_id, item, status in UNDER_TEST))

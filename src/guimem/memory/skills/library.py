@@ -20,7 +20,7 @@ from guimem.embeddings import EmbedRole
 from guimem.envs.base import Env, Transition
 from guimem.memory.base import LearnReport, RecallQuery, RoundBuffer, RoundLog, StoredRounds
 from guimem.memory.kit import MemoryKit
-from guimem.memory.program import SkillProgram, execute, record_use
+from guimem.memory.program import SkillProgram, can_start, execute, record_use
 from guimem.memory.ranking import mmr
 from guimem.memory.settings import SkillSettings
 from guimem.memory.skills.induce import SkillSource, induce
@@ -152,6 +152,10 @@ class SkillMemory(StoredRounds):
             pool = pool[: max(3 * self.settings.k, self.settings.pool_min)]
             if not pool:
                 return Injection(method=self.name)
+        if self.settings.match_state:
+            pool = [h for h in pool if self._starts_here(self._bodies[h.id], query)]
+            if not pool:
+                return Injection(method=self.name, note="no skill starts on this screen")
         vectors = np.stack([self._vectors[h.id] for h in pool])
         scores = np.array([h.score for h in pool], dtype=np.float32)
         picked = mmr(scores, vectors, self.settings.k, self.settings.mmr_lambda)
@@ -159,6 +163,11 @@ class SkillMemory(StoredRounds):
         for item in items:
             self._shown[item.id] = self._shown.get(item.id, 0) + 1
         return self.kit.injection(self.name, "Skills you can call with run_skill(name, args):", items)
+
+    def _starts_here(self, body: SkillBody, query: RecallQuery) -> bool:
+        """Does the skill start on this screen: its arguments are the task's, and its first step finds
+        its element here."""
+        return can_start(body.program, query.task.params, query.observation)
 
     def _item(self, skill_id: str, body: SkillBody, score: float) -> InjectedItem:
         code = body.program.render(body.name)

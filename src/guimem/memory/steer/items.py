@@ -76,6 +76,8 @@ class TrialRecord(BaseModel):
     arm: Literal["trial", "control"]
     score: float
     effective: bool = False
+    historical: bool = False
+    """A control from the task's own history: an episode of the task from before the item existed."""
 
 
 class Evidence(BaseModel):
@@ -102,13 +104,26 @@ class Evidence(BaseModel):
 
     @property
     def harms(self) -> int:
-        """Trials that failed where the matched control (same task, same round) succeeded."""
+        """Trials that failed where the matched control (same task, same round) succeeded, or where the
+        same task and seed succeeded before the item existed (a historical control)."""
         count = 0
         for t in self.arm("trial"):
-            matched = [c for c in self.arm("control") if c.task == t.task and c.round == t.round]
+            matched = [c for c in self.arm("control") if c.task == t.task and
+                       (c.round == t.round or (c.historical and c.seed == t.seed))]
             if any(c.score > t.score for c in matched):
                 count += 1
         return count
+
+
+def is_failure(item: KnowledgeItem) -> bool:
+    """A failed subgoal (an edge whose every source episode failed): it tells what not to repeat."""
+    return item.kind == "edge" and bool(item.provenance.outcomes) and not any(item.provenance.outcomes)
+
+
+def is_screen_avoid(item: KnowledgeItem) -> bool:
+    """An avoid item about one screen of one task: a warning or a failed subgoal, task-scoped, with its state."""
+    return item.scope is Scope.TASK and bool(item.applicability.state) and (item.kind == "warning" or
+                                                                             is_failure(item))
 
 
 class KnowledgeItem(BaseModel):

@@ -9,20 +9,31 @@ item admitted at the end of round r is first injected in round r + 1.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping
 from types import MappingProxyType
+
+from pydantic import TypeAdapter, ValidationError
 
 from guimem.errors import DataError, NotFoundError
 from guimem.memory.base import LearnReport
 from guimem.memory.kit import MemoryKit
-from guimem.memory.settings import GateSettings
-from guimem.memory.steer.items import UNDER_TEST, ItemStatus, KnowledgeItem, TrialRecord, check_transition
+from guimem.memory.settings import AdmissionRules, GateSettings
+from guimem.memory.steer.items import (
+    UNDER_TEST,
+    ItemStatus,
+    KnowledgeItem,
+    TrialRecord,
+    check_transition,
+    is_screen_avoid,
+)
 from guimem.memory.steer.propose import Proposer
-from guimem.memory.steer.trials import gate, record
+from guimem.memory.steer.trials import Arm, assign, gate, record
 from guimem.memory.table import EventType, ItemTable
 from guimem.types import ItemKind, Trajectory
 
 Entry = tuple[KnowledgeItem, ItemStatus]
+_HISTORY = TypeAdapter(dict[str, list[TrialRecord]])
 
 
 def item_id_for(key: str) -> str:
@@ -38,18 +49,51 @@ class Admission:
         kit: Store, namespace (items are ``knowledge`` records; the round is ``<namespace>.round``).
         gate_settings: When evidence admits or rejects an item.
         proposer: Turns an episode into candidate items.
+        rules: The stack's rules beyond matched controls (`AdmissionRules`); None keeps STEER's: every
+            pending item is shown only in its trial arm, admitted items are never re-judged.
     """
 
-    def __init__(self, kit: MemoryKit, gate_settings: GateSettings, proposer: Proposer) -> None:
+    def __init__(self, kit: MemoryKit, gate_settings: GateSettings, proposer: Proposer,
+                 rules: AdmissionRules | None = None) -> None:
         self.kit = kit
         self.gate_settings = gate_settings
         self.proposer = proposer
+        self.rules = rules
         self.round = int(kit.store.meta_get(f"{kit.namespace}.round") or 0)
         self._items: dict[str, Entry] = {}
         self._proposals: list[KnowledgeItem] = []
         self._evidence: dict[str, list[TrialRecord]] = {}
+        self._outcomes: list[TrialRecord] = []
+        self.history: dict[str, list[TrialRecord]] = self._load_history() if rules else {}
         self.table = ItemTable(kit, ItemKind.KNOWLEDGE, KnowledgeItem)
         self._load()
+
+    @property
+    def _history_key(self) -> str:
+        return f"{self.kit.namespace}.history"
+
+    def _load_history(self) -> dict[str, list[TrialRecord]]:
+        raw = self.kit.store.meta_get(self._history_key)
+        if not raw:
+            return {}
+        try:
+            return _HISTORY.validate_json(raw)
+        except ValidationError as exc:
+            raise DataError(f"task history in the store is unreadable: {exc.errors()[0]['msg']}",
+                            field=self._history_key) from None
+
+    def arm(self, item_id: str, item: KnowledgeItem, status: ItemStatus, slot: int) -> Arm:
+        """Which arm this episode is for an item under test (admitted items are always shown).
+
+        STEER's rule: balanced alternation (`assign`). The stack's rules show a screen-specific avoid
+        item to every episode of its task, and an item that already has its controls (from the task's
+        history) to every episode it fits."""
+        rules = self.rules
+        if status is ItemStatus.ADMITTED or (rules is not None and (
+                (rules.fast_avoid and is_screen_avoid(item)) or
+                (rules.history_controls and len(item.evidence.arm("control")) >= self.gate_settings.min_controls))):
+            return "trial"
+        return assign(item_id, self.round, slot)
 
     @property
     def entries(self) -> Mapping[str, Entry]:
@@ -63,10 +107,15 @@ class Admission:
         """Record trial/control evidence from the episode's trace and queue its proposals."""
         injected = {item.id for s in trajectory.steps for item in s.injection.items}
         withheld = {i for s in trajectory.steps for i in s.injection.withheld}
+        judged = UNDER_TEST | ({ItemStatus.ADMITTED} if self.rules and self.rules.retire_harmful else set())
+        if self.rules is not None:
+            self._outcomes.append(TrialRecord(episode=trajectory.episode_id, task=trajectory.task.id,
+                                              seed=trajectory.task.seed, round=self.round, arm="control",
+                                              score=1.0 if trajectory.outcome.success else 0.0, historical=True))
         with self.kit.store.transaction():
             for item_id, arm in [(i, "trial") for i in injected] + [(i, "control") for i in withheld]:
                 entry = self._items.get(item_id)
-                if entry is None or entry[1] not in UNDER_TEST:
+                if entry is None or entry[1] not in judged:
                     continue
                 rec = record(entry[0], trajectory, arm, self.round)  # type: ignore[arg-type]
                 self._evidence.setdefault(item_id, []).append(rec)
@@ -88,8 +137,10 @@ class Admission:
             existing = by_key.get(prop.key)
             if existing is None:
                 item_id = item_id_for(prop.key)
-                self._put(item_id, prop, ItemStatus.CANDIDATE, EventType.CREATED, {"round": self.round})
-                self._items[item_id] = (prop, ItemStatus.CANDIDATE)
+                status, prop = self._first_status(prop)
+                self._put(item_id, prop, status, EventType.CREATED, {"round": self.round,
+                                                                     "controls": len(prop.evidence.records)})
+                self._items[item_id] = (prop, status)
                 by_key[prop.key] = item_id
                 continue
             item, status = self._items[existing]
@@ -104,12 +155,40 @@ class Admission:
             self._items[existing] = (merged, status)
         self._proposals = []
 
+    def _first_status(self, item: KnowledgeItem) -> tuple[ItemStatus, KnowledgeItem]:
+        """A new item's status and evidence: with the stack's rules, its task's past episodes are its
+        first controls, and a screen-specific avoid item goes straight to trial (shown next round)."""
+        if self.rules is None:
+            return ItemStatus.CANDIDATE, item
+        if self.rules.history_controls:
+            past = self.history.get(item.applicability.task, [])
+            item = item.model_copy(update={"evidence": item.evidence.model_copy(update={"records": list(past)})})
+        fast = self.rules.fast_avoid and is_screen_avoid(item)
+        return (ItemStatus.TRIAL if fast else ItemStatus.CANDIDATE), item
+
+    def _record_outcomes(self) -> None:
+        if self.rules is None or not self._outcomes:
+            return
+        for rec in self._outcomes:
+            kept = self.history.setdefault(rec.task, [])
+            kept.append(rec)
+            del kept[:-self.rules.history_per_task]
+        self._outcomes = []
+        self.kit.store.meta_set(self._history_key, json.dumps(_HISTORY.dump_python(self.history, mode="json")))
+
     def _apply_gate(self) -> None:
         for item_id, records in self._evidence.items():
             item, status = self._items[item_id]
             evidence = item.evidence.model_copy(update={"records": item.evidence.records + records})
             item = item.model_copy(update={"evidence": evidence})
             decision = gate(evidence, status, self.gate_settings)
+            if status is ItemStatus.ADMITTED and self.rules is not None and self.rules.retire_harmful and \
+                    evidence.harms > self.gate_settings.max_harms:
+                decision = type(decision)(ItemStatus.RETIRED, (f"{evidence.harms} harm(s) observed after admission",))
+            if status is ItemStatus.CANDIDATE and decision.status is ItemStatus.ADMITTED:
+                # enough evidence within its first round (shown to every episode): it passed through trial
+                self._put(item_id, item, ItemStatus.TRIAL, EventType.TRIAL, {"round": self.round, "passing": True})
+                status = ItemStatus.TRIAL
             if decision.status is not status:
                 check_transition(item_id, status, decision.status)
             payload = {"round": self.round, "trials": len(evidence.arm("trial")),
@@ -125,6 +204,7 @@ class Admission:
         """Apply the round: gate decisions on its evidence, then merge its proposals into items."""
         with self.kit.store.transaction():
             self._apply_gate()
+            self._record_outcomes()
             self._merge_proposals()
             self.round += 1
             self.kit.store.meta_set(f"{self.kit.namespace}.round", str(self.round))

@@ -20,7 +20,7 @@ from guimem.memory.steer.contract import (
     TaskContract,
     conflicts,
 )
-from guimem.memory.steer.items import UNDER_TEST, ItemStatus, KnowledgeItem, Scope
+from guimem.memory.steer.items import UNDER_TEST, ItemStatus, KnowledgeItem, Scope, is_failure
 from guimem.memory.steer.lifecycle import Admission, AdmissionMembers
 from guimem.memory.steer.propose import LLMProposer, OfflineProposer, Proposer
 from guimem.memory.steer.trials import assign
@@ -76,9 +76,9 @@ VIEW_KINDS = {"procedure": ItemKind.PROCEDURE, "warning": ItemKind.WARNING, "edg
 def item_view(item_id: str, item: KnowledgeItem, score: float = 1.0, trial: bool = False) -> InjectedItem:
     """How an item is shown to the agent (``trial``: it is shown inside a trial, not yet verified)."""
     text = item.program.render(item.name).replace("\n", "\n  ") if item.program is not None else item.content
+    success = None if item.kind == "warning" else not is_failure(item)
     return InjectedItem(id=item_id, kind=VIEW_KINDS[item.kind], text=text, behaviour=item.behaviour, score=score,
-                        success=None if item.kind == "warning" else True, name=item.name or None,
-                        trial=trial)
+                        success=success, name=item.name or None, trial=trial)
 
 
 def _rank(entry: tuple[str, KnowledgeItem]) -> tuple[int, int, str]:
