@@ -65,10 +65,10 @@ def test_stack_runs_its_skills(kit):
     assert transition.done and env.evaluate().success and len(performed) == 3
 
 
-def _stack(kit, **rules):
+def _stack(kit, skills=True, **rules):
     from guimem.memory.settings import AdmissionRules
 
-    return StackMemory(kit, MemorySpec(admission=AdmissionRules(**rules)), env_factory=FormEnv)
+    return StackMemory(kit, MemorySpec(admission=AdmissionRules(**rules)), env_factory=FormEnv if skills else None)
 
 
 def test_an_avoid_item_from_a_failure_acts_from_the_next_round_in_every_episode_of_its_task(kit):
@@ -79,9 +79,12 @@ def test_an_avoid_item_from_a_failure_acts_from_the_next_round_in_every_episode_
     assert any(is_failure(it) for it, _ in mem.items().values()), "the failed subgoal is kept"
     for slot in (0, 1):  # no control arm: every episode of the task sees it, labelled as under trial
         inj = mem.recall(form_query(3, slot=slot))
-        assert avoid <= set(inj.ids) and all(i.trial for i in inj.items if i.id in avoid)
-        assert not set(inj.withheld) & avoid
-    failed = [i for i in mem.recall(form_query(3)).items if i.kind is ItemKind.EDGE]
+        shown = set(inj.ids) & avoid
+        assert len(shown) == 1, "the warning and the failed subgoal name one action: shown once"
+        assert all(i.trial for i in inj.items if i.id in avoid) and not set(inj.withheld) & avoid
+    from guimem.memory.steer.memory import item_view
+
+    failed = [item_view(i, it) for i, (it, _) in mem.items().items() if is_failure(it)]
     assert failed and all(i.success is False for i in failed), "the explorer reads it as what failed"
 
 
@@ -98,7 +101,7 @@ def test_steer_keeps_the_papers_matched_controls_for_the_same_warning(kit):
 
 
 def test_the_tasks_own_history_gives_controls_so_a_task_seen_once_per_round_is_not_starved(kit):
-    mem = _stack(kit)
+    mem = _stack(kit, skills=False)  # (a skill of the same steps would be shown in the procedure's place)
     for r in range(2):  # the task seen once per round, failing
         mem.learn(episode([LOGIN], seed=1, round_index=r))
         mem.end_round()
@@ -129,7 +132,7 @@ def test_an_item_shown_where_the_same_task_and_seed_succeeded_before_is_harmful_
 
 
 def test_an_admitted_item_that_harms_is_retired_at_the_next_boundary(kit):
-    mem = _stack(kit)
+    mem = _stack(kit, skills=False)
     mem.learn(episode([USER, PASS, LOGIN], seed=1))
     mem.end_round()
     (proc_id,) = [i for i, (it, _) in mem.items().items() if it.kind == "procedure"]

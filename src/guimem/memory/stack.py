@@ -28,7 +28,15 @@ from guimem.memory.settings import MemorySpec
 from guimem.memory.skills.induce import induce
 from guimem.memory.skills.verify import verify
 from guimem.memory.steer.contract import ContractParser
-from guimem.memory.steer.items import UNDER_TEST, Applicability, ItemStatus, KnowledgeItem, Provenance, Scope
+from guimem.memory.steer.items import (
+    UNDER_TEST,
+    Applicability,
+    ItemStatus,
+    KnowledgeItem,
+    Provenance,
+    Scope,
+    is_failure,
+)
 from guimem.memory.steer.lifecycle import Admission, AdmissionMembers
 from guimem.memory.steer.memory import CachedContracts, build_extractors, compatible, item_view
 from guimem.memory.steer.propose import Proposer
@@ -139,6 +147,24 @@ class StackMemory(AdmissionMembers, StoredRounds):
         self.rounds = RoundLog(kit.store, kit.namespace)
         self.tau = tau_for(kit.embedder.name)
         self._vectors: dict[str, NDArray[np.float32]] = {}
+        self._warm()
+
+    def _warm(self) -> None:
+        """Embed every recallable item's text and every edge's screen in two batches, when the memory
+        opens and after each boundary, so that recall never embeds an item one at a time."""
+        live = [(i, it) for i, (it, st) in self.lifecycle.entries.items()
+                if st in (ItemStatus.ADMITTED, *UNDER_TEST) and i not in self._vectors]
+        if live:
+            vectors = self.kit.embedder.embed([it.content for _, it in live], EmbedRole.PASSAGE)
+            self._vectors.update({i: v for (i, _), v in zip(live, vectors, strict=True)})
+        states = sorted({it.applicability.state for _, it in live if it.kind == "edge" and it.applicability.state})
+        if states:
+            self.kit.embedder.embed(states)  # into the embedder's cache, read by `_fits_screen`
+
+    def end_round(self) -> None:
+        """Gate decisions, merges, the next round; then embed the new items."""
+        self.lifecycle.end_round()
+        self._warm()
 
     @property
     def name(self) -> str:
@@ -194,12 +220,17 @@ class StackMemory(AdmissionMembers, StoredRounds):
         chosen: list[InjectedItem] = []
         used: dict[str, int] = {}
         budget = self.spec.token_budget
-        for i in order:
+        said: set[tuple[bool, str]] = set()  # one behaviour, one item: a skill and a procedure of the same
+        for i in order:                       # steps, or a warning and a failed subgoal of one action
             item_id, item, trial = eligible[i]
+            behaviour = (item.behaviour.avoid or is_failure(item), template_key(item.behaviour.actions))
+            if behaviour in said:
+                continue
             view = item_view(item_id, item, float(scores[i]), trial=trial)
             cost = self.kit.counter.count(view.text) + 2
             if used.get(item.kind, 0) >= KIND_CAPS[item.kind] or cost > budget:
                 continue
+            said.add(behaviour)
             chosen.append(view)
             used[item.kind] = used.get(item.kind, 0) + 1
             budget -= cost
