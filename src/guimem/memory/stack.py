@@ -63,6 +63,19 @@ from guimem.types import (
 KIND_CAPS = {"procedure": 1, "warning": 1, "skill": 2, "edge": 2}
 
 
+class _Screen:
+    """The current screen's embedding, computed on first use."""
+
+    def __init__(self, kit: MemoryKit, query: RecallQuery) -> None:
+        self.kit, self.query = kit, query
+        self._vec: NDArray[np.float32] | None = None
+
+    def __call__(self) -> NDArray[np.float32]:
+        if self._vec is None:
+            self._vec = self.kit.embed_state(self.query.observation, self.query.task)
+        return self._vec
+
+
 class StackProposer:
     """STEER proposals plus successful subgoal edges plus the longest verified skill window."""
 
@@ -177,15 +190,15 @@ class StackMemory(AdmissionMembers, StoredRounds):
             self._vectors[item_id] = self.kit.embed_text(item.content, EmbedRole.PASSAGE)
         return self._vectors[item_id]
 
-    def _fits_screen(self, item: KnowledgeItem, query: RecallQuery, state: str, here: NDArray[np.float32]) -> bool:
+    def _fits_screen(self, item: KnowledgeItem, query: RecallQuery, state: str, here: _Screen) -> bool:
         """Edges must start on a screen like this one; skills must be able to start here."""
         if item.kind == "skill" and item.program is not None:
             return can_start(item.program, query.task.params, query.observation)
         if item.kind != "edge" or item.applicability.state == state:
             return True
-        return cosine(here, self.kit.embed_text(item.applicability.state)) >= self.tau
+        return cosine(here(), self.kit.embed_text(item.applicability.state)) >= self.tau
 
-    def _eligible(self, query: RecallQuery, here: NDArray[np.float32]
+    def _eligible(self, query: RecallQuery, here: _Screen
                   ) -> tuple[list[tuple[str, KnowledgeItem, bool]], list[str]]:
         """Items that fit this task and screen (with whether each is under trial) and the ones withheld
         as this episode's control."""
@@ -205,15 +218,16 @@ class StackMemory(AdmissionMembers, StoredRounds):
         return shown, withheld
 
     def recall(self, query: RecallQuery) -> Injection:
-        """MMR across kinds under the token budget; abstain when nothing fits."""
-        here = self.kit.embed_state(query.observation, query.task)
+        """MMR across kinds under the token budget; abstain when nothing fits. The screen is embedded
+        only when an edge's screen or the ranking needs it (an empty memory embeds nothing)."""
+        here = _Screen(self.kit, query)
         eligible, withheld = self._eligible(query, here)
         if not eligible:
             entries = self.lifecycle.entries
             note = "no compatible knowledge" if entries else "memory is empty"
             return Injection(method=self.name, abstained=bool(entries), note=note, withheld=tuple(withheld))
         alpha = self.spec.skills.alpha
-        q = alpha * here + (1 - alpha) * self.kit.embed_text(query.task.goal)
+        q = alpha * here() + (1 - alpha) * self.kit.embed_text(query.task.goal)
         vectors = np.stack([self._vector(i, it) for i, it, _ in eligible])
         scores = (vectors @ q).astype(np.float32)
         order = mmr(scores, vectors, len(eligible), self.spec.skills.mmr_lambda)
