@@ -3,7 +3,7 @@
 What a researcher comes for, in order: the Pass@k table; Pass@k curves with 95 % CI bands (one panel per
 method against ``none``, and all methods together); a task × method matrix of per-round outcomes whose
 cells open that episode's steps (embedded, shown with CSS ``:target``); tokens, log-scale recall latency
-and memory size; crashed and infrastructure-failed episodes; model calls; and what memory learned. One
+and memory size; episodes failed by action errors and infrastructure failures; model calls; and what memory learned. One
 colour per method in every chart. Every text from a run (task names, item texts, actions, errors) is
 escaped.
 """
@@ -241,13 +241,18 @@ def pass_table(summary: Summary, compact: bool = False) -> tuple[list[str], list
     return headers, rows
 
 
-def _main_table(summary: Summary, colours: dict[str, str], crashed: dict[str, int]) -> str:
+def _main_table(summary: Summary, colours: dict[str, str], errored: dict[str, int]) -> str:
     headers, rows = pass_table(summary)
-    headers = [*headers[:-1], "success round 1 → last", "injected tokens total", "crashed", headers[-1]]
+    skills = any(m.skill_runs for m in summary.methods.values())
+    headers = [*headers[:-1], "success round 1 → last", "injected tokens total", "failed by action errors",
+               *(["skill runs (succeeded %)"] if skills else []), headers[-1]]
     for row, (name, m) in zip(rows, summary.methods.items(), strict=True):
         first, last = (m.rounds[0].success_rate, m.rounds[-1].success_rate) if m.rounds else (0.0, 0.0)
         row[0] = f'{_swatch(name, colours)}{e(name)}'
-        row[-1:-1] = [f"{_pct(first)} → {_pct(last)}", f"{m.injected_tokens_total:,}", str(crashed.get(name, 0))]
+        runs = [f"{m.skill_runs} ({_pct(m.skill_run_success_rate)})" if m.skill_run_success_rate is not None
+                else "0"] if skills else []
+        row[-1:-1] = [f"{_pct(first)} → {_pct(last)}", f"{m.injected_tokens_total:,}", str(errored.get(name, 0)),
+                      *runs]
     return f'<div class="scroll">{_table(headers, rows, "main")}</div>'
 
 
@@ -290,7 +295,7 @@ def _matrix(spec: EvalSpec, summary: Summary, colours: dict[str, str], views: li
             for r in range(spec.rounds):
                 v = by_key.get((m, task, seed, r))
                 state = "missing" if v is None else "infra" if v.infra else "ok" if v.success else \
-                    "crash" if v.crashed else "fail"
+                    "error" if v.errored else "fail"
                 if v is not None and v.success and first is None:
                     first = r + 1
                 label = f"{m} {task} seed {seed} round {r + 1}: {state}"
@@ -301,7 +306,7 @@ def _matrix(spec: EvalSpec, summary: Summary, colours: dict[str, str], views: li
                          f'<span class="first">{solved}</span></td>')
         rows.append(f'<tr><th class="task">{e(task)} <span class="muted">#{seed}</span></th>{"".join(cells)}</tr>')
     legend = ('<p class="muted">Each square is one round (1 → last): <span class="sq ok"></span> solved '
-              '<span class="sq fail"></span> failed <span class="sq crash"></span> crashed (agent error) '
+              '<span class="sq fail"></span> failed <span class="sq error"></span> failed by an action error '
               '<span class="sq infra"></span> infrastructure failure. “r2”: first round solved. Click a square '
               "for that episode's steps.</p>")
     return (f'<h2 id="matrix">Tasks × methods</h2>{legend}<div class="scroll"><table class="matrix"><thead><tr>'
@@ -313,7 +318,7 @@ def _episode_sections(views: list[EpisodeView]) -> str:
     out = []
     for v in views:
         verdict = "infrastructure failure" if v.infra else "solved" if v.success else \
-            "crashed" if v.crashed else "failed"
+            "failed by an action error" if v.errored else "failed"
         steps = []
         for s in v.steps:
             items = ", ".join(s.items)
@@ -371,7 +376,7 @@ table.main td,table.main th{white-space:nowrap}.scroll{overflow-x:auto}
 .kpi div{background:#f6f8fa;border-radius:6px;padding:.4em .8em}.kpi b{display:block;font-size:1.3em}
 table.matrix td,table.matrix th{text-align:left;white-space:nowrap;padding:2px 5px}
 .sq{display:inline-block;width:11px;height:11px;margin-right:2px;border-radius:2px;vertical-align:middle}
-.sq.ok{background:#2da44e}.sq.fail{background:#cf222e}.sq.crash{background:#8250df}.sq.infra{background:#8c959f}
+.sq.ok{background:#2da44e}.sq.fail{background:#cf222e}.sq.error{background:#8250df}.sq.infra{background:#8c959f}
 .sq.missing{background:#fff;border:1px dashed #8c959f;width:9px;height:9px}
 .first{font-size:11px;margin-left:4px;color:#57606a}.episode{display:none;border:1px solid #d0d7de;
 border-radius:6px;padding:.2em 1em;margin:1em 0}.episode:target{display:block}
@@ -388,14 +393,14 @@ def render(spec: EvalSpec, summary: Summary, data: ReportData | None = None) -> 
     """The report page."""
     data = data or ReportData()
     colours = method_colours(list(summary.methods))
-    crashed: dict[str, int] = defaultdict(int)
+    errored: dict[str, int] = defaultdict(int)
     for v in data.episodes:
-        crashed[v.method] += v.crashed
+        errored[v.method] += v.errored
     tokens = {n: float(m.injected_tokens_total) for n, m in summary.methods.items()}
     judged_n = sum(1 for v in data.episodes if not v.infra)
     duration = data.duration_s
     kpis = [("episodes judged", f"{judged_n:,}"),
-            ("crashed (agent errors)", str(sum(crashed.values()))),
+            ("failed by action errors", str(sum(errored.values()))),
             ("infrastructure failures", str(sum(m.infra.attempts for m in summary.methods.values())))]
     if duration:
         shown = f"{duration / 60:.1f} min" if duration >= 60 else f"{duration:.1f} s"
@@ -418,10 +423,11 @@ env {e(spec.env)}, policy {e(spec.policy)}, embedder {e(spec.embedder)}{
     ", leave-one-task-out" if spec.memory.exclude_source_task else ""};
 run {status}; generated {time.strftime("%Y-%m-%d %H:%M:%S")}.</p>
 <div class="kpi">{kpi}</div>
-{_infra_section(summary)}<h2>Pass@k (%)</h2>{_main_table(summary, colours, crashed)}
+{_infra_section(summary)}<h2>Pass@k (%)</h2>{_main_table(summary, colours, errored)}
 <p class="muted">Pass@k: a (task, seed) counts once it succeeded in any of the first k rounds. CIs: 95 % bootstrap
-over tasks ({len(spec.suite.task_names())} clusters), Δ paired against <code>none</code>. Crashed: the agent's
-episode ended in an error (counted as a failure); infrastructure failures are not counted.</p>
+over tasks ({len(spec.suite.task_names())} clusters), Δ paired against <code>none</code>. Failed by action errors:
+failed episodes with an action that could not be performed (counted as failures, as the agent's); infrastructure
+failures are not counted.</p>
 {svg_pass_curves(summary, colours, bands=False)}
 <h3>Each method against none (95 % CI bands)</h3>{svg_small_multiples(summary, colours)}
 {_matrix(spec, summary, colours, data.episodes)}

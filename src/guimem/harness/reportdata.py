@@ -52,7 +52,8 @@ class EpisodeView(BaseModel):
     task: str
     seed: int
     success: bool
-    crashed: bool = False
+    errored: bool = False
+    """Failed with an action error on record (the element was not there, the reply unreadable, ...)."""
     infra: bool = False
     error: str = ""
     steps: list[StepView] = Field(default_factory=list)
@@ -150,7 +151,8 @@ def episodes(run_dir: RunDir, spec: EvalSpec, lines: list[EpisodeResult]
         for r in rows:
             found = traces.get(r.episode_id)
             views.append(EpisodeView(method=method, round=rnd, task=r.task, seed=r.seed, success=r.success,
-                                     crashed=r.judged and r.error is not None, infra=not r.judged,
+                                     errored=r.judged and not r.success and found is not None and
+                                     any(s.error is not None for s in found.steps), infra=not r.judged,
                                      error=cap(r.error or (r.infra.message if r.infra else ""), 300),
                                      steps=_step_views(found) if found is not None else []))
     return views, start, end
