@@ -15,7 +15,7 @@ from guimem.cli.output import CliState, emit_json, fail, state
 from guimem.errors import ConfigError, DataError, GuimemError
 from guimem.memory.settings import MemorySpec
 from guimem.service.core import MemoryService, ServiceSettings
-from guimem.service.models import RecallRequest
+from guimem.service.models import RecallRequest, Stats
 from guimem.types import Observation
 
 STORE = typer.Option(..., "--store", help="Store: a SQLite path, or postgresql://...")
@@ -128,8 +128,16 @@ def stats_cmd(ctx: typer.Context, store: str = STORE, method: str = METHOD, json
     with _service(ctx, store, method) as svc:
         s = svc.stats()
     _out(st, json_output, s, lambda: st.console.print(
-        f"{s.method} ({s.namespace}): {s.events} events, round {s.round}\n" +
+        f"{s.method} ({s.namespace}): {s.events} events" + _rounds(s) + "\n" +
         "\n".join(f"  {k}: {v}" for k, v in s.items.items())))
+
+
+def _rounds(s: Stats) -> str:
+    """Rounds counted from 1, as everywhere: the last committed one, and boundaries the lifecycle passed."""
+    parts = [f"learned through round {s.committed_round + 1}"] if s.committed_round >= 0 else []
+    if s.round is not None:
+        parts.append(f"{s.round} round boundaries applied")
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 @memory_app.command("list")
@@ -225,4 +233,4 @@ def end_round_cmd(ctx: typer.Context, store: str = STORE, method: str = METHOD, 
     st = state(ctx, json_output)
     with _service(ctx, store, method) as svc:
         s = svc.end_round()
-    _out(st, json_output, s, lambda: st.console.print(f"round {s.round}: {s.items}"))
+    _out(st, json_output, s, lambda: st.console.print(f"boundary applied{_rounds(s)}: {s.items}"))
