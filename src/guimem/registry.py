@@ -131,6 +131,8 @@ def _default_registry() -> Registry:
         BackendSpec("policy", "explorer", "guimem.agents.explorer:ExplorerPolicy.from_settings", None,
                     "deterministic offline policy"),
         BackendSpec("policy", "llm", "guimem.agents.llm:LLMPolicy.from_settings", None, "OpenAI-compatible chat model"),
+        BackendSpec("policy", "rank", "guimem.agents.rank:RankPolicy.from_settings", "llamacpp",
+                    "ranks the screen's actions by a GGUF model's log-likelihood (reads memory's text only)"),
         *_memories(),
     ):
         reg.register(spec)

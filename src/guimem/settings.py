@@ -34,6 +34,14 @@ class LLMSettings(BaseModel):
                                        "that leaves too little ends the episode with a recorded context overflow")
 
 
+class RankSettings(BaseModel):
+    """The ``rank`` policy: a GGUF model scored in-process by llama-cpp-python (the ``llamacpp`` extra)."""
+
+    model_path: str | None = Field(default=None, description="The GGUF file whose log-likelihoods rank actions")
+    n_ctx: int = Field(default=2048, ge=256)
+    threads: int = Field(default=2, ge=1)
+
+
 class EmbedderSettings(BaseModel):
     """Which text embedder to use."""
 
@@ -80,6 +88,7 @@ class GuimemSettings(BaseSettings):
     vector_index: str = "exact"
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
+    rank: RankSettings = Field(default_factory=RankSettings)
     browser: BrowserSettings = Field(default_factory=BrowserSettings)
     run: RunSettings = Field(default_factory=RunSettings)
     api_key: SecretStr | None = None

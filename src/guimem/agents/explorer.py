@@ -63,6 +63,45 @@ def _warned(item: InjectedItem, actions: list[Action]) -> list[Avoid] | None:
     return None
 
 
+def candidate_actions(task: Task, obs: Observation) -> list[Candidate]:
+    """The actions a screen offers for a task, lexically scored against the goal: tap what is clickable,
+    type task values into what is editable, press enter in a filled field (no task rules)."""
+    goal = words(task.goal) | {w for v in task.params.values() for w in words(v)}
+    param_values = {v.casefold().strip() for v in task.params.values()}
+    out: list[Candidate] = []
+    for el in obs.elements:
+        if not el.enabled:
+            continue
+        if el.editable:
+            out.extend(_typing(task, el))
+            if not el.focused:
+                out.append(Candidate(Action(kind=ActionKind.TAP, ref=el.ref), 0.1, f"focus {el.label or 'field'}"))
+            if el.value:
+                out.append(Candidate(Action(kind=ActionKind.KEY, key="enter"), 0.3, "submit with enter"))
+        elif el.clickable:
+            name = " ".join(p for p in (el.text, el.label) if p)
+            score = 0.2 + 2.0 * overlap(name, goal)
+            if el.text.casefold().strip() in param_values or el.label.casefold().strip() in param_values:
+                score += 1.5
+            if el.role is Role.TEXT:
+                score -= 0.3
+            why = f"tap {el.role.value} {name[:30]!r}"
+            out.append(Candidate(Action(kind=ActionKind.TAP, ref=el.ref), score, why))
+    return out
+
+
+def _typing(task: Task, el: UIElement) -> list[Candidate]:
+    field_words = words(" ".join((el.label, el.resource_id, el.text)))
+    out = []
+    for name, value in task.params.items():
+        if el.value == value:
+            continue
+        fit = 1.0 if words(name) & field_words else 0.0
+        out.append(Candidate(Action(kind=ActionKind.TYPE, ref=el.ref, text=value), 0.8 + 1.5 * fit,
+                             f"type {name} into {el.label or el.resource_id or 'field'}"))
+    return out
+
+
 class ExplorerPolicy:
     """Seeded softmax over lexically scored candidates, steered by recalled behaviour.
 
@@ -99,7 +138,7 @@ class ExplorerPolicy:
 
     def act(self, inp: PolicyInput) -> Decision:
         """Score candidates, apply memory, sample one."""
-        cands = {(_key(c.action)): c for c in self._candidates(inp.task, inp.observation)}
+        cands = {(_key(c.action)): c for c in candidate_actions(inp.task, inp.observation)}
         done = {_key(a) for s in inp.history for a in (s.performed or (s.action,))}
         for k, c in list(cands.items()):
             if k in done:
@@ -109,41 +148,6 @@ class ExplorerPolicy:
             return Decision(action=Action(kind=ActionKind.WAIT), thought="nothing to act on")
         chosen = self._sample(list(cands.values()))
         return Decision(action=chosen.action, thought=chosen.why, intent=chosen.why.split(",")[0])
-
-    def _candidates(self, task: Task, obs: Observation) -> list[Candidate]:
-        goal = words(task.goal) | {w for v in task.params.values() for w in words(v)}
-        param_values = {v.casefold().strip() for v in task.params.values()}
-        out: list[Candidate] = []
-        for el in obs.elements:
-            if not el.enabled:
-                continue
-            if el.editable:
-                out.extend(self._typing(task, el))
-                if not el.focused:
-                    out.append(Candidate(Action(kind=ActionKind.TAP, ref=el.ref), 0.1, f"focus {el.label or 'field'}"))
-                if el.value:
-                    out.append(Candidate(Action(kind=ActionKind.KEY, key="enter"), 0.3, "submit with enter"))
-            elif el.clickable:
-                name = " ".join(p for p in (el.text, el.label) if p)
-                score = 0.2 + 2.0 * overlap(name, goal)
-                if el.text.casefold().strip() in param_values or el.label.casefold().strip() in param_values:
-                    score += 1.5
-                if el.role is Role.TEXT:
-                    score -= 0.3
-                why = f"tap {el.role.value} {name[:30]!r}"
-                out.append(Candidate(Action(kind=ActionKind.TAP, ref=el.ref), score, why))
-        return out
-
-    def _typing(self, task: Task, el: UIElement) -> list[Candidate]:
-        field_words = words(" ".join((el.label, el.resource_id, el.text)))
-        out = []
-        for name, value in task.params.items():
-            if el.value == value:
-                continue
-            fit = 1.0 if words(name) & field_words else 0.0
-            out.append(Candidate(Action(kind=ActionKind.TYPE, ref=el.ref, text=value), 0.8 + 1.5 * fit,
-                                 f"type {name} into {el.label or el.resource_id or 'field'}"))
-        return out
 
     def _apply_memory(self, inp: PolicyInput, cands: dict[CandKey, Candidate], done: set[CandKey]) -> None:
         """Prefer what recalled successes say to do next; avoid what warnings and failures name.

@@ -44,6 +44,8 @@ def _spec(st: CliState, env: str, suite: str, rounds: int, methods: str, policy:
     uses_model = policy == "llm" or st.settings.extractor == "llm"
     llm = (f"{st.settings.llm.model}@{st.settings.llm.base_url} (output {st.settings.llm.structured_output}, "
            f"context {st.settings.llm.context_tokens or 'unknown'})") if uses_model else None
+    if policy == "rank":
+        llm = f"{Path(st.settings.rank.model_path or '?').name} (rank, in-process, n_ctx {st.settings.rank.n_ctx})"
     return EvalSpec(env=env, suite=suite_obj, rounds=rounds, methods=methods_of(chosen), policy=policy,
                     context=context, memory=MemorySpec(exclude_source_task=exclude_source_task,
                                                        extractor=st.settings.extractor), embedder=embedder,
@@ -99,7 +101,8 @@ def eval_command(
     methods: str = typer.Option("graph,skills,steer,stack", "--methods", "-m",
                                 help=f"Comma-separated methods ({', '.join(METHODS)}); none always runs."),
     env: str = typer.Option("miniwob", "--env", help="Environment."),
-    policy: str = typer.Option("explorer", "--policy", "-p", help="explorer or llm."),
+    policy: str = typer.Option("explorer", "--policy", "-p", help="explorer, llm (a chat model) or rank (a GGUF model "
+                                "ranks actions; GUIMEM_RANK__MODEL_PATH)."),
     context: str = typer.Option("react", "--context", help="llm policy context: conact, react, truncate, none."),
     out: Path = typer.Option(Path("runs/eval"), "--out", "-o", help="Run directory (rerun to resume)."),
     workers: int = typer.Option(1, "--workers", "-w", min=1, help="Parallel episodes (one browser each)."),

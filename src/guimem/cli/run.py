@@ -21,7 +21,9 @@ def run(
     task: str = typer.Option(..., "--task", "-t", help="Task name, e.g. click-test-2."),
     seed: int = typer.Option(0, "--seed", "-s", help="Task seed (same seed, same episode start)."),
     env_name: str = typer.Option("miniwob", "--env", help="Environment: miniwob or android."),
-    policy_name: str = typer.Option("explorer", "--policy", "-p", help="Policy: explorer or llm."),
+    policy_name: str = typer.Option("explorer", "--policy", "-p",
+                                    help="Policy: explorer, llm (a chat model) or rank (a GGUF model ranks actions; "
+                                         "GUIMEM_RANK__MODEL_PATH)."),
     context: str = typer.Option("react", "--context", help="llm policy context: conact, react, truncate, none."),
     max_steps: int = typer.Option(DEFAULT_MAX_STEPS, "--max-steps", min=1, help="Step budget."),
     out: Path = typer.Option(Path("runs/run"), "--out", "-o", help="Folder for trajectories.jsonl."),
