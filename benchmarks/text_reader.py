@@ -60,7 +60,8 @@ def main() -> None:
         return
     ks = [str(k) for k in range(1, args.rounds + 1)]
     print(f"rank policy ({Path(args.model).name}) on {args.suite}, {args.rounds} rounds, wall {elapsed / 60:.1f} min")
-    print("| method | " + " | ".join(f"P@{k}" for k in ks) + f" | Δ vs none @{args.rounds} [95% CI] | tok/step | s/step |")
+    header = " | ".join(f"P@{k}" for k in ks)
+    print(f"| method | {header} | Δ vs none @{args.rounds} [95% CI] | tok/step | s/step |")
     print("|---" * (len(ks) + 4) + "|")
     for name, r in rows.items():
         print(f"| {name} | " + " | ".join(f"{r['pass_at_k'][k]:.1f}" for k in ks) +
