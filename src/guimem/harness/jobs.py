@@ -76,7 +76,9 @@ class Workbench:
         """The environment (started on first use)."""
         if self._env is None:
             shots = self.run_dir.path.resolve() / "screenshots" if self.spec.screenshots else None
-            self._env = make_env(self.spec.env, self.settings, screenshots_dir=shots)
+            # only when asked: an env registered by a user need not take a screenshots folder
+            self._env = make_env(self.spec.env, self.settings, shots) if shots else make_env(self.spec.env,
+                                                                                             self.settings)
         return self._env
 
     def env_factory(self) -> Callable[[], Env]:
