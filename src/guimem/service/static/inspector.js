@@ -9,7 +9,7 @@ const FACTOR = 150;
 const COLOUR = {yes: '#1a7f37', no: '#cf222e', uncertain: '#8c959f'};
 const STATUS_HEADINGS = [
   ['admitted', 'Verified: admitted after trials against matched controls'],
-  ['trial', 'Under trial: shown to half of the episodes, not yet verified'],
+  ['trial', 'Under trial: shown to test whether it helps, not yet verified'],
   ['candidate', 'Candidates: proposed, not shown yet'],
   ['rejected', 'Rejected or retired'],
 ];
