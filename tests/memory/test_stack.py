@@ -142,3 +142,14 @@ def test_an_admitted_item_that_harms_is_retired_at_the_next_boundary(kit):
     mem.end_round()
     assert mem.items()[proc_id][1] is ItemStatus.RETIRED
     assert proc_id not in mem.recall(form_query(1)).ids
+
+
+def test_a_failure_item_shown_without_controls_that_never_helped_is_rejected(kit):
+    mem = _stack(kit, fast_trials=2)
+    mem.learn(episode([LOGIN], seed=1))
+    mem.end_round()
+    avoid = {i for i, (it, _) in mem.items().items() if is_screen_avoid(it)}
+    for r in (1, 2):  # shown, and the task still fails both times
+        mem.learn(episode([LOGIN], seed=1, memory=mem, round_index=r))
+        mem.end_round()
+    assert {mem.items()[i][1] for i in avoid if mem.items()[i][0].evidence.arm("trial")} == {ItemStatus.REJECTED}

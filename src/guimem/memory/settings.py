@@ -81,10 +81,14 @@ class AdmissionRules(BaseModel):
         retire_harmful: An item shown in an episode that failed where the same task and seed
             succeeded before the item existed (or where its matched control succeeded) is harmful: a
             pending item is rejected, an admitted one retired, at the next round boundary.
+        fast_trials: A screen-specific avoid item shown (without a control arm) in this many episodes,
+            none of which succeeded, has not helped and is rejected: a task memory cannot solve stops
+            paying for it.
         history_per_task: How many past episodes of a task are kept as its history.
     """
 
     fast_avoid: bool = True
+    fast_trials: int = Field(default=3, ge=1)
     history_controls: bool = True
     retire_harmful: bool = True
     history_per_task: int = Field(default=20, ge=1)

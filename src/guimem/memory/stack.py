@@ -58,9 +58,18 @@ from guimem.types import (
     Observation,
     Task,
     Trajectory,
+    shorten,
 )
 
 KIND_CAPS = {"procedure": 1, "warning": 1, "skill": 2, "edge": 2}
+
+
+def failed_text(behaviour: Behaviour, effect: str) -> str:
+    """What a failed subgoal tells the agent, briefly: its last action (the one not to repeat after the
+    same steps), how many steps led to it, and what it did."""
+    *before, last = behaviour.actions
+    lead = f" after {len(before)} earlier step{'s' if len(before) > 1 else ''} from this screen" if before else ""
+    return f"[FAILED] {last.describe()}{lead} -> {shorten(effect, 80)}"
 
 
 class _Screen:
@@ -118,7 +127,7 @@ class StackProposer:
             if not traj.outcome.success:
                 if ann.success == "no":
                     key = f"edge-failed|{traj.task.id}|{template_key(ann.behaviour.actions)}|{state}"
-                    out.append(self._item(traj, "edge", f"[FAILED] {ann.text} -> {ann.effect}", ann.behaviour,
+                    out.append(self._item(traj, "edge", failed_text(ann.behaviour, ann.effect), ann.behaviour,
                                           state, round_index, key))
                 continue
             if len(segments) < 2 or state == state_text(seg.after, traj.task) or ann.success != "yes":

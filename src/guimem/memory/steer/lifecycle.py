@@ -21,6 +21,7 @@ from guimem.memory.kit import MemoryKit
 from guimem.memory.settings import AdmissionRules, GateSettings
 from guimem.memory.steer.items import (
     UNDER_TEST,
+    Evidence,
     ItemStatus,
     KnowledgeItem,
     TrialRecord,
@@ -155,6 +156,14 @@ class Admission:
             self._items[existing] = (merged, status)
         self._proposals = []
 
+    def _unhelpful(self, item: KnowledgeItem, evidence: Evidence) -> bool:
+        """A screen-specific avoid item shown `fast_trials` times (no control arm) with no success."""
+        rules = self.rules
+        if rules is None or not rules.fast_avoid or not is_screen_avoid(item):
+            return False
+        trials = evidence.arm("trial")
+        return len(trials) >= rules.fast_trials and not any(t.score > 0 for t in trials)
+
     def _first_status(self, item: KnowledgeItem) -> tuple[ItemStatus, KnowledgeItem]:
         """A new item's status and evidence: with the stack's rules, its task's past episodes are its
         first controls, and a screen-specific avoid item goes straight to trial (shown next round)."""
@@ -182,6 +191,9 @@ class Admission:
             evidence = item.evidence.model_copy(update={"records": item.evidence.records + records})
             item = item.model_copy(update={"evidence": evidence})
             decision = gate(evidence, status, self.gate_settings)
+            if decision.status is ItemStatus.TRIAL and self._unhelpful(item, evidence):
+                decision = type(decision)(ItemStatus.REJECTED, (f"shown in {len(evidence.arm('trial'))} episodes "
+                                                                "without a control, none succeeded",))
             if status is ItemStatus.ADMITTED and self.rules is not None and self.rules.retire_harmful and \
                     evidence.harms > self.gate_settings.max_harms:
                 decision = type(decision)(ItemStatus.RETIRED, (f"{evidence.harms} harm(s) observed after admission",))
