@@ -100,7 +100,8 @@ def test_screenshots_are_written_when_asked(tmp_path):
         obs = env.reset(task("click-test-2"))
     finally:
         env.close()
-    assert obs.screenshot and (tmp_path / "obs-00000.png").read_bytes()[:4] == b"\x89PNG"
+    (shot,) = tmp_path.glob("obs-*-00000.png")  # named per env: workers sharing a folder never collide
+    assert obs.screenshot == str(shot) and shot.read_bytes()[:4] == b"\x89PNG"
 
 
 def test_available_tasks_lists_the_package_pages():
