@@ -98,3 +98,15 @@ def test_image_parts_are_data_urls(tmp_path):
     png.write_bytes(b"\x89PNG\r\n\x1a\nfake")
     part = image_part(png)
     assert part.type == "image_url" and part.image_url["url"].startswith("data:image/png;base64,")
+
+
+@pytest.mark.parametrize("served,configured,expected", [(4096, None, 4096), (4096, 2048, 2048), (None, None, None)])
+def test_the_context_budget_comes_from_the_server_when_settings_give_none(served, configured, expected):
+    from guimem.agents.llm import LLMPolicy
+
+    with ScriptedOpenAIServer(max_model_len=served) as server:
+        client = OpenAIChatClient(LLMSettings(base_url=server.base_url, model="scripted"))
+        policy = LLMPolicy(client, context_tokens=configured)
+        said = policy.preflight()
+        assert policy.context_tokens == expected
+        assert ("context 4096" in said) == (served is not None)

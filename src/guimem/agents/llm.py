@@ -25,6 +25,7 @@ from guimem.agents.schemas import action_variants, bounded_text
 from guimem.errors import ConfigError, LLMError, LLMResponseError
 from guimem.llm import ChatMessage, LLMClient, create_llm, image_part, text_message, validate_reply
 from guimem.llm.base import ChatResult, ContentPart, StructuredChat
+from guimem.llm.openai import OpenAIChatClient
 from guimem.llm.prompts import render_screen, template
 from guimem.settings import GuimemSettings
 from guimem.tokens import TiktokenCounter, TokenCounter
@@ -248,9 +249,13 @@ class LLMPolicy:
         Raises:
             LLMError: Nothing answers at the configured endpoint.
         """
-        if isinstance(self.client, Preflight):
-            return self.client.preflight()
-        return f"{self.client.name} (no preflight)"
+        if not isinstance(self.client, Preflight):
+            return f"{self.client.name} (no preflight)"
+        said = self.client.preflight()
+        if self.context_tokens is None and isinstance(self.client, OpenAIChatClient) and self.client.context_length:
+            self.context_tokens = self.client.context_length  # the server's own figure, when settings give none
+            said += " (context budget from the server)"
+        return said
 
     def _user_message(self, inp: PolicyInput, prompt: str) -> ChatMessage:
         shot = inp.observation.screenshot

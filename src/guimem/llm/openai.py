@@ -38,6 +38,8 @@ class OpenAIChatClient:
         self.usage = Usage()
         self.calls = 0
         self.served_models: list[str] = []
+        self.context_length: int | None = None
+        """The model's context length, when the server says it (``max_model_len`` in ``/models``, as vLLM)."""
         self.mode: OutputMode | None = None if settings.structured_output == "auto" \
             else OutputMode(settings.structured_output)
         headers = {}
@@ -119,11 +121,17 @@ class OpenAIChatClient:
             raise LLMError(f"{self.settings.base_url}/models answered HTTP {resp.status_code}: {resp.text[:200]}",
                            suggestion=_ENDPOINT_HINT)
         try:
-            names = [str(m.get("id")) for m in resp.json().get("data", [])]
+            models = [m for m in resp.json().get("data", []) if isinstance(m, dict)]
         except (ValueError, AttributeError, TypeError):
-            names = []
+            models = []
+        names = [str(m.get("id")) for m in models]
         self.served_models = names
-        return f"{self.settings.base_url} serves {', '.join(names) or 'an unnamed model'}"
+        mine = next((m for m in models if m.get("id") == self.settings.model), models[0] if models else {})
+        length = mine.get("max_model_len")  # vLLM says its context length; OpenAI and llama.cpp do not
+        self.context_length = length if isinstance(length, int) and not isinstance(length, bool) and length > 0 \
+            else None
+        told = f", context {self.context_length}" if self.context_length else ""
+        return f"{self.settings.base_url} serves {', '.join(names) or 'an unnamed model'}{told}"
 
     def _post_with_retries(self, payload: dict[str, object], retry: bool = True) -> httpx.Response:
         delay = self.backoff_s

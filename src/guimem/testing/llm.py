@@ -62,7 +62,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path.endswith("/models"):
-            self._send(200, json.dumps({"object": "list", "data": [{"id": "scripted", "object": "model"}]}).encode())
+            model: dict[str, object] = {"id": "scripted", "object": "model"}
+            if self.server.owner.max_model_len is not None:  # as vLLM reports its context length
+                model["max_model_len"] = self.server.owner.max_model_len
+            self._send(200, json.dumps({"object": "list", "data": [model]}).encode())
         else:
             self._send(404, b'{"error": "not found"}')
 
@@ -93,10 +96,12 @@ class ScriptedOpenAIServer:
         default: Reply text once the script is used up.
         refuse_formats: ``response_format`` types answered with HTTP 500, as a server that does not
             support them does (llama.cpp's server refuses ``json_schema``).
+        max_model_len: A context length to report in ``/v1/models``, as vLLM does.
     """
 
     def __init__(self, replies: Iterable[str | tuple[int, str] | Reply] = (), default: str = "",
-                 refuse_formats: Iterable[str] = ()) -> None:
+                 refuse_formats: Iterable[str] = (), max_model_len: int | None = None) -> None:
+        self.max_model_len = max_model_len
         self.script: deque[Any] = deque(replies)
         self.default = default
         self.refuse_formats = set(refuse_formats)
