@@ -16,6 +16,7 @@ import json
 import time
 from pathlib import Path
 
+from guimem.cli.evaluate import terminate_as_interrupt
 from guimem.harness.evaluate import Evaluation
 from guimem.harness.runfiles import EvalSpec, RunDir
 from guimem.settings import GuimemSettings
@@ -41,7 +42,8 @@ def main() -> None:
     spec = EvalSpec(env="miniwob", suite=load_suite(args.suite), rounds=args.rounds, methods=methods, policy="rank",
                     llm=f"{Path(args.model).name} (rank, in-process, n_ctx {settings.rank.n_ctx})")
     started = time.perf_counter()
-    summary = Evaluation(spec, args.out, settings).run()
+    with terminate_as_interrupt():  # SIGTERM stops the browser on the way out, as the CLI does
+        summary = Evaluation(spec, args.out, settings).run()
     elapsed = time.perf_counter() - started
     assert summary is not None
     results = RunDir(args.out).results()
