@@ -153,3 +153,4 @@ def test_a_failure_item_shown_without_controls_that_never_helped_is_rejected(kit
         mem.learn(episode([LOGIN], seed=1, memory=mem, round_index=r))
         mem.end_round()
     assert {mem.items()[i][1] for i in avoid if mem.items()[i][0].evidence.arm("trial")} == {ItemStatus.REJECTED}
+
