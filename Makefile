@@ -51,7 +51,8 @@ demo: setup
 	rm -rf $(DEMO_OUT)
 	$(BIN)/guimem eval --suite demo --rounds $(DEMO_ROUNDS) --methods $(DEMO_METHODS) --out $(DEMO_OUT)
 
-# Every benchmark script (helpers start with _); each prints its figures. Takes about 10 minutes.
+# Every benchmark script (helpers start with _); each prints its figures. About 10 minutes, plus about 20
+# for text_reader.py (the rank policy with a real model on demo, 3 rounds).
 bench: setup
 	@for f in benchmarks/[!_]*.py; do echo "== $$f"; (cd benchmarks && ../$(PY) $$(basename $$f)) || exit 1; done
 
