@@ -13,10 +13,10 @@ import pytest
 from guimem.harness.evaluate import Evaluation
 from guimem.harness.metrics import summarise
 from guimem.harness.report import nice_ticks, write_report
-from guimem.harness.reportdata import cap
 from guimem.harness.runfiles import EvalSpec, RunDir
 from guimem.settings import GuimemSettings
 from guimem.tasks import load_suite
+from guimem.types import shorten
 
 DATA = Path(__file__).parent.parent / "data"
 ARTIFACTS = Path(__file__).parent.parent.parent / "test-artifacts"
@@ -62,9 +62,9 @@ def test_every_matrix_square_opens_an_embedded_episode(run):
 
 def test_item_and_step_texts_are_shortened_at_word_boundaries_only():
     text = "word " * 400
-    short = cap(text, 100)
+    short = shorten(text, 100)
     assert short.startswith("word word") and re.search(r"word … \(\d+ more characters\)$", short)
-    assert cap("short", 100) == "short"
+    assert shorten("short", 100) == "short"
 
 
 def test_axis_ticks_are_round_numbers():

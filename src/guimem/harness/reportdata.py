@@ -14,21 +14,15 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from guimem.errors import GuimemError, TrajectoryFormatError
+from guimem.errors import GuimemError
 from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir, judged
 from guimem.memory.steer.items import KnowledgeItem
 from guimem.storage.base import create_store
 from guimem.types import Trajectory, shorten
-from guimem.types.files import parse_trajectory_line
 
 log = logging.getLogger(__name__)
 TEXT_CAP = 1500
 TOP_ITEMS = 8
-
-
-def cap(text: str, limit: int = TEXT_CAP) -> str:
-    """``text`` shortened at a word boundary (`shorten`)."""
-    return shorten(text, limit)
 
 
 class StepView(BaseModel):
@@ -108,26 +102,13 @@ def _step_views(traj: Trajectory) -> list[StepView]:
     out = []
     for s in traj.steps:
         inj = s.injection
-        out.append(StepView(index=s.index, action=cap(s.action.describe(), 300),
-                            error=cap(s.error.message, 300) if s.error else "",
-                            injection=cap(inj.text) if inj else "", items=[i.id for i in inj.items] if inj else [],
+        out.append(StepView(index=s.index, action=shorten(s.action.describe(), 300),
+                            error=shorten(s.error.message, 300) if s.error else "",
+                            injection=shorten(inj.text, TEXT_CAP) if inj else "",
+                            items=[i.id for i in inj.items] if inj else [],
                             withheld=list(inj.withheld) if inj else [], tokens=inj.tokens if inj else 0,
-                            note=cap(inj.note, 200) if inj else ""))
+                            note=shorten(inj.note, 200) if inj else ""))
     return out
-
-
-def _traces(run_dir: RunDir, method: str, round_index: int) -> dict[str, Trajectory]:
-    path = run_dir.trace_file(method, round_index)
-    found: dict[str, Trajectory] = {}
-    if not path.exists():
-        return found
-    for number, raw in enumerate(path.read_bytes().splitlines(), start=1):
-        try:
-            t = parse_trajectory_line(raw.decode("utf-8"), path=str(path), line=number)
-        except (UnicodeDecodeError, TrajectoryFormatError):
-            continue
-        found[t.episode_id] = t
-    return found
 
 
 def episodes(run_dir: RunDir, spec: EvalSpec, lines: list[EpisodeResult]
@@ -144,7 +125,7 @@ def episodes(run_dir: RunDir, spec: EvalSpec, lines: list[EpisodeResult]
     start: float | None = None
     end: float | None = None
     for (method, rnd), rows in sorted(by_trace.items()):
-        traces = _traces(run_dir, method, rnd)
+        traces = run_dir.readable_traces(method, rnd)
         for t in traces.values():
             start = t.started_at if start is None else min(start, t.started_at)
             end = max(end or 0.0, t.started_at + t.wall_ms / 1000)
@@ -153,7 +134,7 @@ def episodes(run_dir: RunDir, spec: EvalSpec, lines: list[EpisodeResult]
             views.append(EpisodeView(method=method, round=rnd, task=r.task, seed=r.seed, success=r.success,
                                      errored=r.judged and not r.success and found is not None and
                                      any(s.error is not None for s in found.steps), infra=not r.judged,
-                                     error=cap(r.error or (r.infra.message if r.infra else ""), 300),
+                                     error=shorten(r.error or (r.infra.message if r.infra else ""), 300),
                                      steps=_step_views(found) if found is not None else []))
     return views, start, end
 
@@ -167,7 +148,7 @@ def _knowledge(record_id: str, status: str, body: str) -> LearnedItem | None:
     trials = [r.score for r in records if r.arm == "trial"]
     controls = [r.score for r in records if r.arm == "control"]
     diff = sum(trials) / len(trials) - sum(controls) / len(controls) if trials and controls else None
-    return LearnedItem(id=record_id, kind=item.kind, status=status, text=cap(item.content, 400), trials=len(trials),
+    return LearnedItem(id=record_id, kind=item.kind, status=status, text=shorten(item.content, 400), trials=len(trials),
                        controls=len(controls), difference=diff, effective=sum(r.effective for r in records))
 
 
@@ -180,7 +161,7 @@ def _text(body: str) -> str:
         return ""
     for key in ("content", "description", "text", "signature", "name"):
         if isinstance(value.get(key), str) and value[key]:
-            return cap(str(value[key]), 400)
+            return shorten(str(value[key]), 400)
     return ""
 
 

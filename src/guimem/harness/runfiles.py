@@ -198,6 +198,21 @@ class RunDir:
         append_trajectory(self.trace_file(result.method, result.round), trajectory)
         append_line(self.results_file, result.model_dump_json())
 
+    def readable_traces(self, method: str, round_index: int) -> dict[str, Trajectory]:
+        """Every readable trajectory of one method and round, by episode id (lines torn by a crash or
+        not UTF-8 are skipped; an absent file gives none)."""
+        path = self.trace_file(method, round_index)
+        found: dict[str, Trajectory] = {}
+        if not path.exists():
+            return found
+        for number, raw in enumerate(path.read_bytes().splitlines(), start=1):
+            try:
+                t = parse_trajectory_line(raw.decode("utf-8"), path=str(path), line=number)
+            except (UnicodeDecodeError, TrajectoryFormatError):
+                continue
+            found[t.episode_id] = t
+        return found
+
     def trajectories(self, method: str, round_index: int, episode_ids: set[str]) -> dict[str, Trajectory]:
         """Recorded trajectories of one method and round, by episode id (only committed ones).
 
@@ -208,19 +223,11 @@ class RunDir:
         Raises:
             DataError: A committed episode has no readable trace.
         """
-        path = self.trace_file(method, round_index)
-        found: dict[str, Trajectory] = {}
-        if path.exists():
-            for number, raw in enumerate(path.read_bytes().splitlines(), start=1):
-                try:
-                    t = parse_trajectory_line(raw.decode("utf-8"), path=str(path), line=number)
-                except (UnicodeDecodeError, TrajectoryFormatError):
-                    continue
-                if t.episode_id in episode_ids:
-                    found[t.episode_id] = t
+        found = {i: t for i, t in self.readable_traces(method, round_index).items() if i in episode_ids}
         missing = episode_ids - set(found)
         if missing:
-            raise DataError(f"{len(missing)} finished episodes have no readable trace", path=str(path),
+            raise DataError(f"{len(missing)} finished episodes have no readable trace",
+                            path=str(self.trace_file(method, round_index)),
                             suggestion="the run folder was changed by hand; start a new --out folder")
         return found
 
