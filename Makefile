@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
-EXTRAS := dev,miniwob,hnsw,android,server,mcp,postgres,ray,llamacpp
+EXTRAS := dev,miniwob,browsergym,hnsw,android,server,mcp,postgres,ray,llamacpp
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := chromium chromium-driver postgresql
 DEMO_OUT ?= runs/demo

@@ -25,9 +25,10 @@ from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir, judged
 from guimem.memory.factory import METHODS, check_method
 from guimem.memory.settings import MemorySpec
 from guimem.tasks import load_suite
+from guimem.tasks.suites import check_suite_tasks
 
 
-def _spec(st: CliState, env: str, suite: str, rounds: int, methods: str, policy: str, workers: int, backend: str,
+def _spec(st: CliState, env: str | None, suite: str, rounds: int, methods: str, policy: str, workers: int, backend: str,
           exclude_source_task: bool, context: str, screenshots: bool = False) -> EvalSpec:
     chosen = [m.strip() for m in methods.split(",") if m.strip()]
     if not chosen:
@@ -36,10 +37,8 @@ def _spec(st: CliState, env: str, suite: str, rounds: int, methods: str, policy:
     for m in chosen:
         check_method(m)
     suite_obj = load_suite(suite)
-    if env == "miniwob":
-        from guimem.envs.miniwob import available_tasks
-
-        suite_obj.check_tasks(available_tasks())
+    env = env or suite_obj.env
+    check_suite_tasks(suite_obj, env)
     embedder = create_embedder(st.settings.embedder).name
     uses_model = policy == "llm" or st.settings.extractor == "llm"
     llm = (f"{st.settings.llm.model}@{st.settings.llm.base_url} (output {st.settings.llm.structured_output}, "
@@ -100,7 +99,8 @@ def eval_command(
     rounds: int = typer.Option(3, "--rounds", "-r", min=1, help="Rounds (the suite replayed in order each round)."),
     methods: str = typer.Option("graph,skills,steer,stack", "--methods", "-m",
                                 help=f"Comma-separated methods ({', '.join(METHODS)}); none always runs."),
-    env: str = typer.Option("miniwob", "--env", help="Environment."),
+    env: str | None = typer.Option(None, "--env", help="Environment (default: the suite's, e.g. miniwob or "
+                                                          "browsergym)."),
     policy: str = typer.Option("explorer", "--policy", "-p", help="explorer, llm (a chat model) or rank (a GGUF model "
                                 "ranks actions; GUIMEM_RANK__MODEL_PATH)."),
     context: str = typer.Option("react", "--context", help="llm policy context: conact, react, truncate, none."),

@@ -36,7 +36,8 @@ CHROME_FLAGS = (
 )
 
 
-def _resolve(binary: str) -> str | None:
+def resolve_binary(binary: str) -> str | None:
+    """The absolute path of an executable (a path or a name on PATH), or None when it is missing."""
     if os.path.isabs(binary):
         return binary if os.access(binary, os.X_OK) else None
     return shutil.which(binary)
@@ -44,7 +45,7 @@ def _resolve(binary: str) -> str | None:
 
 def binary_version(binary: str) -> str | None:
     """``<binary> --version`` output, or None when it is missing or fails."""
-    path = _resolve(binary)
+    path = resolve_binary(binary)
     if path is None:
         return None
     try:
@@ -88,8 +89,8 @@ def launch_chrome(settings: BrowserSettings, window: tuple[int, int] = (500, 400
         from selenium.webdriver.chrome.service import Service
     except ImportError as exc:
         raise MissingDependencyError("selenium", "miniwob") from exc
-    chrome = _resolve(settings.chrome_binary)
-    driver_path = _resolve(settings.chromedriver)
+    chrome = resolve_binary(settings.chrome_binary)
+    driver_path = resolve_binary(settings.chromedriver)
     if chrome is None or driver_path is None:
         missing = "chromium" if chrome is None else "chromedriver"
         raise EnvNotReadyError(f"{missing} not found ({settings.chrome_binary}, {settings.chromedriver})",

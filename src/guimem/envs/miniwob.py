@@ -92,7 +92,13 @@ def available_tasks() -> list[str]:
     return sorted(p.stem for p in miniwob_html_dir().glob("*.html"))
 
 
-def _extract_fields(task_id: str, utterance: Any) -> tuple[str, dict[str, str]]:
+def quoted_fields(text: str) -> dict[str, str]:
+    """Quoted substrings of a goal as parameters ``q0``, ``q1``, ... (when no task-specific extractor exists)."""
+    return {f"q{i}": v for i, v in enumerate(_QUOTED.findall(text))}
+
+
+def extract_fields(task_id: str, utterance: Any) -> tuple[str, dict[str, str]]:
+    """A MiniWoB task's goal text and its parameters (MiniWoB's own field extractor when it has one)."""
     if isinstance(utterance, dict):
         return str(utterance.get("utterance", "")), {str(k): str(v) for k, v in utterance.get("fields", {}).items()}
     text = str(utterance)
@@ -101,7 +107,7 @@ def _extract_fields(task_id: str, utterance: Any) -> tuple[str, dict[str, str]]:
 
         return text, {str(k): str(v) for k, v in get_field_extractor(task_id)(text)}
     except (KeyError, ValueError):
-        return text, {f"q{i}": v for i, v in enumerate(_QUOTED.findall(text))}
+        return text, quoted_fields(text)
 
 
 def _element(raw: dict[str, Any]) -> UIElement:
@@ -215,7 +221,7 @@ class MiniWoBEnv:
         self._js(f"Math.seedrandom({task.seed!r}); core.setDataMode('train');")
         self._js("core.EPISODE_MAX_TIME = 1e9; core.startEpisodeReal();")
         self._wait_for("return WOB_TASK_READY;")
-        goal, params = _extract_fields(task.id, self._js("return core.getUtterance();"))
+        goal, params = extract_fields(task.id, self._js("return core.getUtterance();"))
         self._task = task.model_copy(update={"goal": goal, "params": params, "app": "miniwob"})
         return self._observe()
 

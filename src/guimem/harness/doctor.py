@@ -22,6 +22,7 @@ from guimem.tokens import TiktokenCounter
 
 OPTIONAL_EXTRAS = {
     "usearch": "hnsw",
+    "browsergym.miniwob": "browsergym",
     "adbutils": "android",
     "fastapi": "server",
     "mcp": "mcp",

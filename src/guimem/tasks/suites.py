@@ -106,3 +106,26 @@ def load_suite(name_or_path: str) -> Suite:
     close = difflib.get_close_matches(name_or_path, list(shipped), n=3)
     hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else f"shipped: {', '.join(shipped)}"
     raise SuiteError(f"no suite named {name_or_path!r} and no such file", suggestion=hint)
+
+
+def check_suite_tasks(suite: Suite, env: str) -> None:
+    """Fail early on task names ``env`` does not have (MiniWoB++ tasks, directly or through BrowserGym).
+
+    Tasks of other BrowserGym benchmarks are checked when their env is made (their package and servers).
+
+    Raises:
+        SuiteError: A MiniWoB++ task name is unknown.
+    """
+    if env not in ("miniwob", "browsergym"):
+        return
+    from guimem.envs.miniwob import available_tasks
+
+    if env == "miniwob":
+        suite.check_tasks(available_tasks())
+        return
+    from guimem.envs.bgym_obs import benchmark_of, normalise_task_id
+
+    mini = [e.model_copy(update={"task": normalise_task_id(e.task)}) for e in suite.tasks
+            if benchmark_of(e.task) == "miniwob"]
+    if mini:
+        suite.model_copy(update={"tasks": tuple(mini)}).check_tasks(available_tasks())

@@ -1,0 +1,1 @@
+"""guimem memory inside other agent frameworks' loops (BrowserGym, AgentLab-style agents)."""

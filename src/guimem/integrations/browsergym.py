@@ -1,0 +1,296 @@
+"""guimem memory inside your own BrowserGym loop (or an AgentLab-style agent).
+
+    memory = BrowserGymMemory.open("stack", "bgym-memory.sqlite")
+    obs, info = env.reset(seed=0)
+    memory.start("miniwob.click-test-2", obs)          # task id: BrowserGym's, with or without "browsergym/"
+    while True:
+        hint = memory.recall(obs)                      # hint.text for the prompt, hint.items structured
+        action = agent(obs, hint.text)                 # a BrowserGym action string: "click('12')"
+        memory.record(action)
+        obs, reward, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            break
+    memory.finish(reward, obs)                         # learns from the episode
+    memory.end_round()                                 # consolidates (admissions, merges), e.g. per batch
+
+Screens are read with the same mapping as guimem's ``browsergym`` env, so a memory built by
+``guimem eval --env browsergym`` (or by guimem's own ``miniwob`` env, for MiniWoB tasks) is recalled
+here, and the other way round. Nothing from the page or the agent is trusted: action strings are
+parsed as literals (never evaluated), unknown ones are recorded as what they are.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import time
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from guimem.envs.bgym_obs import KEYS, Parsed, benchmark_of, normalise_task_id, parse_observation
+from guimem.errors import ConfigError
+from guimem.memory.base import LearnReport, Memory, RecallQuery
+from guimem.memory.factory import open_memory
+from guimem.memory.settings import MemorySpec
+from guimem.settings import GuimemSettings
+from guimem.types import (
+    Action,
+    ActionError,
+    ActionErrorCode,
+    ActionKind,
+    InjectedItem,
+    Injection,
+    Outcome,
+    Selector,
+    Step,
+    Task,
+    Trajectory,
+    new_episode_id,
+)
+
+_PLAYWRIGHT_KEYS = {v: k for k, v in KEYS.items()}
+
+
+def prepare(chrome_binary: str | None = None) -> None:
+    """Make a plain BrowserGym loop run here: Playwright launches Debian's chromium (no download) and
+    BrowserGym's MiniWoB++ finds the ``miniwob`` package's pages (``MINIWOB_URL``), unless already set.
+
+    Raises:
+        EnvNotReadyError: Chromium is not installed.
+    """
+    from guimem.envs.browsergym import miniwob_url, use_system_chromium
+
+    use_system_chromium(chrome_binary or GuimemSettings().browser.chrome_binary)
+    os.environ.setdefault("MINIWOB_URL", miniwob_url())
+
+
+@dataclass(frozen=True)
+class Hint:
+    """What memory shows the agent at one step.
+
+    Attributes:
+        text: The injection text for the agent's prompt ("" when memory has nothing that fits).
+        items: The structured items (kind, text, suggested actions with portable selectors).
+        injection: The whole injection, as guimem's traces record it.
+    """
+
+    text: str
+    items: tuple[InjectedItem, ...]
+    injection: Injection
+
+
+def _read_call(raw: str) -> tuple[str, list[Any], dict[str, Any]] | None:
+    """``name(literal, ...)`` as its parts, or None (anything else is never evaluated)."""
+    try:
+        call = ast.parse(raw, mode="eval").body
+        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
+            return None
+        args = [ast.literal_eval(a) for a in call.args]
+        kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
+    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+        return None
+    return call.func.id, args, kwargs
+
+
+def _target(ref: str, parsed: Parsed | None, kind: ActionKind = ActionKind.TAP, text: str | None = None) -> Action:
+    obs = parsed.observation if parsed else None
+    element = obs.element(ref) if obs is not None else None
+    selector = Selector.for_element(element, obs) if element is not None and obs is not None else None
+    return Action(kind=kind, ref=ref, selector=selector, text=text)
+
+
+def _option(select: str, wanted: Any, parsed: Parsed | None) -> Action:
+    """``select_option(select, option)`` as a tap on the option (as guimem's envs act on selects)."""
+    wanted = wanted[0] if isinstance(wanted, list) and wanted else wanted
+    for ref, owner in (parsed.option_of.items() if parsed else ()):
+        element = parsed.observation.element(ref) if parsed else None
+        if owner == select and element is not None and element.text == str(wanted):
+            return _target(ref, parsed)
+    return _target(select, parsed)
+
+
+def parse_action(action: str, parsed: Parsed | None) -> Action:
+    """A BrowserGym action string as a guimem `Action` (the target's selector from the screen it acted on).
+
+    Only literal arguments are read (``ast.literal_eval``); anything else is kept as a described
+    ``wait`` so the step is still recorded."""
+    raw = action.strip()[:2000]
+    read = _read_call(raw)
+    if read is None:
+        return Action(kind=ActionKind.WAIT, description=f"unparsed: {raw[:200]}")
+    name, args, kwargs = read
+    first = str(args[0]) if args else str(kwargs.get("bid", ""))
+    if name in ("click", "dblclick") and first:
+        return _target(first, parsed)
+    if name == "fill" and first:
+        return _target(first, parsed, ActionKind.TYPE, str(args[1] if len(args) > 1 else kwargs.get("value", "")))
+    if name == "select_option" and first:
+        return _option(first, args[1] if len(args) > 1 else kwargs.get("options", ""), parsed)
+    if name in ("press", "keyboard_press"):
+        key = str(args[-1] if args else kwargs.get("key_comb", kwargs.get("key", "")))
+        return Action(kind=ActionKind.KEY, key=_PLAYWRIGHT_KEYS.get(key, key.lower())[:40])
+    if name in ("scroll", "scroll_at"):
+        dy = args[1] if name == "scroll" and len(args) > 1 else (args[3] if len(args) > 3 else 0)
+        return Action(kind=ActionKind.SCROLL, direction="up" if isinstance(dy, (int, float)) and dy < 0 else "down")
+    if name == "send_msg_to_user":
+        return Action(kind=ActionKind.ANSWER, text=str(first)[:2000])
+    return Action(kind=ActionKind.WAIT, description=None if name == "noop" else f"{name}(...)"[:200])
+
+
+@dataclass
+class _Episode:
+    task: Task
+    started: float
+    episode_id: str = field(default_factory=new_episode_id)
+    steps: list[Step] = field(default_factory=list)
+    parsed: Parsed | None = None
+    injection: Injection = field(default_factory=Injection)
+
+
+class BrowserGymMemory:
+    """One guimem memory for a BrowserGym agent: `start`, `recall`/`record` per step, `finish`, `end_round`.
+
+    Args:
+        memory: An open guimem `Memory` (`open` builds one from a method name and a store).
+    """
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+        self._episode: _Episode | None = None
+        self._round = max(0, memory.committed_round() + 1)
+        self._slots: Counter[str] = Counter()
+
+    @classmethod
+    def open(cls, method: str = "stack", store: str = "guimem-memory.sqlite", settings: GuimemSettings | None = None,
+             spec: MemorySpec | None = None) -> BrowserGymMemory:
+        """Open (or create) the memory ``method`` in ``store`` (a SQLite path or a PostgreSQL URL)."""
+        return cls(open_memory(method, store, settings or GuimemSettings(), spec=spec))
+
+    @property
+    def task(self) -> Task:
+        """The current episode's task."""
+        if self._episode is None:
+            raise ConfigError("no episode started", suggestion="call start(task_id, obs) after env.reset()")
+        return self._episode.task
+
+    def start(self, task_id: str, obs: Mapping[str, Any], seed: int = 0) -> Task:
+        """Begin an episode of ``task_id`` (e.g. ``miniwob.click-test-2``) whose first observation is ``obs``."""
+        name = normalise_task_id(task_id)
+        raw_goal = obs.get("goal")
+        goal = raw_goal if isinstance(raw_goal, str) else ""
+        benchmark = benchmark_of(name)
+        if benchmark == "miniwob":
+            from guimem.envs.miniwob import extract_fields
+
+            goal, params = extract_fields(name, goal)
+        else:
+            from guimem.envs.miniwob import quoted_fields
+
+            params = quoted_fields(goal)
+        task = Task(id=name, goal=goal, app=benchmark, params=params, seed=seed)
+        self._episode = _Episode(task=task, started=time.time())
+        return task
+
+    def recall(self, obs: Mapping[str, Any]) -> Hint:
+        """What memory shows the agent on the screen ``obs`` (call once per step, before acting)."""
+        episode = self._require()
+        episode.parsed = parse_observation(obs, app=episode.task.app, timestamp=time.time())
+        start = time.perf_counter()
+        injection = self.memory.recall(RecallQuery(
+            task=episode.task, observation=episode.parsed.observation, step=len(episode.steps),
+            history=tuple(episode.steps), episode_id=episode.episode_id, round=self._round,
+            slot=self._slots[episode.task.id]))
+        episode.injection = injection.model_copy(update={"latency_ms": (time.perf_counter() - start) * 1000})
+        return Hint(text=injection.text, items=injection.items, injection=episode.injection)
+
+    def record(self, action: str, error: str | None = None) -> Action:
+        """Record the BrowserGym action the agent took on the screen last passed to `recall`."""
+        episode = self._require()
+        if episode.parsed is None:
+            raise ConfigError("record() before recall()", suggestion="call recall(obs) on each screen first")
+        parsed = parse_action(action, episode.parsed)
+        failure = ActionError(code=ActionErrorCode.ENV_REJECTED, message=error[:300], action=parsed.describe()) \
+            if error else None
+        episode.steps.append(Step(index=len(episode.steps), observation=episode.parsed.observation, action=parsed,
+                                  error=failure, injection=episode.injection))
+        return parsed
+
+    def finish(self, reward: float, obs: Mapping[str, Any] | None = None) -> LearnReport:
+        """End the episode with BrowserGym's reward (≥ 1 is success) and learn from it."""
+        episode = self._require()
+        final = parse_observation(obs, app=episode.task.app).observation if obs is not None else None
+        if episode.steps and obs is not None and isinstance(obs.get("last_action_error"), str) \
+                and obs["last_action_error"].strip() and episode.steps[-1].error is None:
+            last = episode.steps[-1]
+            episode.steps[-1] = last.model_copy(update={"error": ActionError(
+                code=ActionErrorCode.ENV_REJECTED, message=obs["last_action_error"].strip()[:300],
+                action=last.action.describe())})
+        success = float(reward) >= 1.0 - 1e-9
+        trajectory = Trajectory(
+            episode_id=episode.episode_id, task=episode.task, steps=tuple(episode.steps), final_observation=final,
+            outcome=Outcome(success=success, score=max(-1.0, min(1.0, float(reward))), reason=f"reward {reward:g}"),
+            env="browsergym", policy="external", memory=self.memory.name, started_at=episode.started,
+            wall_ms=(time.time() - episode.started) * 1000)
+        self._slots[episode.task.id] += 1
+        self._episode = None
+        return self.memory.learn(trajectory)
+
+    def end_round(self) -> None:
+        """Consolidate what was learned since the last call (admissions, merges); later recalls see it."""
+        self.memory.end_round()
+        self._round += 1
+        self._slots.clear()
+
+    def close(self) -> None:
+        """Close the store."""
+        self.memory.close()
+
+    def __enter__(self) -> BrowserGymMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _require(self) -> _Episode:
+        if self._episode is None:
+            raise ConfigError("no episode started", suggestion="call start(task_id, obs) after env.reset()")
+        return self._episode
+
+
+class MemoryAgent:
+    """Wraps an AgentLab-style agent (``get_action(obs) -> (action, info)``, optional ``obs_preprocessor``)
+    so that it sees memory in ``obs["guimem_memory"]`` and memory learns from what it does.
+
+    Call `start` after each ``env.reset`` and `finish` at the end of each episode.
+    """
+
+    def __init__(self, agent: Any, memory: BrowserGymMemory) -> None:
+        self.agent = agent
+        self.memory = memory
+
+    def start(self, task_id: str, obs: Mapping[str, Any], seed: int = 0) -> Task:
+        """Begin an episode."""
+        return self.memory.start(task_id, obs, seed)
+
+    def obs_preprocessor(self, obs: dict[str, Any]) -> dict[str, Any]:
+        """The wrapped agent's preprocessing, plus ``guimem_memory`` (text) and ``guimem_items``."""
+        inner = getattr(self.agent, "obs_preprocessor", None)
+        out = dict(inner(obs)) if callable(inner) else dict(obs)
+        hint = self.memory.recall(obs)
+        out["guimem_memory"] = hint.text
+        out["guimem_items"] = [item.model_dump(mode="json") for item in hint.items]
+        return out
+
+    def get_action(self, obs: dict[str, Any]) -> tuple[str, Any]:
+        """The wrapped agent's action (recorded for learning)."""
+        if "guimem_memory" not in obs:
+            obs = self.obs_preprocessor(obs)
+        action, info = self.agent.get_action(obs)
+        self.memory.record(str(action))
+        return action, info
+
+    def finish(self, reward: float, obs: Mapping[str, Any] | None = None) -> LearnReport:
+        """End the episode and learn from it."""
+        return self.memory.finish(reward, obs)
