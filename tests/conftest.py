@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import pytest
+
+# Index caches of the memories tests open go to a folder of this test session, not ~/.cache/guimem
+# (subprocesses the tests start inherit it).
+os.environ.setdefault("GUIMEM_CACHE_DIR", tempfile.mkdtemp(prefix="guimem-test-cache-"))
 
 from guimem.types import Bounds, Observation, Role, Task, UIElement
 

@@ -117,6 +117,8 @@ def _default_registry() -> Registry:
         BackendSpec("embedder", "openai", "guimem.embeddings.openai:OpenAIEmbedder", None,
                     "any OpenAI-compatible /v1/embeddings endpoint"),
         BackendSpec("vector_index", "exact", "guimem.vectors.exact:ExactIndex", None, "exact cosine search (NumPy)"),
+        BackendSpec("vector_index", "auto", "guimem.vectors.auto:AutoIndex", None,
+                    "exact below 50k vectors, HNSW above (needs the hnsw extra at that size)"),
         BackendSpec("vector_index", "hnsw", "guimem.vectors.hnsw:HnswIndex", "hnsw", "HNSW (usearch)"),
         BackendSpec("store", "sqlite", "guimem.storage.sqlite:SQLiteStore", None, "one SQLite file (WAL)"),
         BackendSpec("store", "postgres", "guimem.storage.postgres:PostgresStore", "postgres",

@@ -85,7 +85,9 @@ class GuimemSettings(BaseSettings):
     data_dir: Path = Field(default=Path("runs"), description="Where the service may export and import; "
                            "made absolute (against the working folder) when settings are loaded")
     store: str = "memory.sqlite"
-    vector_index: str = "exact"
+    vector_index: str = "auto"
+    cache_dir: Path | None = Field(default=None, description="Where memories cache their vector indexes "
+                                   "(default ~/.cache/guimem; the store stays the system of record)")
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     rank: RankSettings = Field(default_factory=RankSettings)

@@ -161,3 +161,17 @@ def test_postgres_turns_values_it_cannot_hold_into_data_errors(pg_dsn):
         s.put(rec("nul\x00id"))
     assert s.query("graph") == []
     s.close()
+
+
+def test_revision_changes_with_every_write_to_its_namespace_only(store):
+    before = store.revision("graph")
+    store.put(rec("a"))
+    after_one = store.revision("graph")
+    assert after_one != before
+    store.put(Record(id="b", kind="node", namespace="other", status="active", body="{}"))
+    assert store.revision("graph") == after_one, "another namespace's write leaves it alone"
+    store.put(rec("a", status="deleted"))
+    assert store.revision("graph") != after_one
+    store.meta_set("graph.round", "3")
+    store.append_event(EventDraft("x", None, "graph"))
+    assert store.revision("graph") == store.revision("graph")

@@ -8,7 +8,7 @@ import pytest
 from guimem.vectors import create_index
 from guimem.vectors.exact import ExactIndex
 
-BACKENDS = ["exact", "hnsw"]
+BACKENDS = ["exact", "hnsw", "auto"]
 
 
 def unit(rng, n, d):

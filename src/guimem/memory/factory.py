@@ -14,6 +14,7 @@ from guimem.envs.base import Env
 from guimem.errors import ConfigError
 from guimem.llm import LLMClient, create_llm
 from guimem.memory.base import Memory
+from guimem.memory.indexcache import default_cache_dir
 from guimem.memory.kit import MemoryKit
 from guimem.memory.settings import MemorySpec
 from guimem.registry import MEMORY_METHODS, Registry, default_registry, is_target
@@ -145,5 +146,5 @@ def open_memory(method: str, store: Store | str, settings: GuimemSettings, *, sp
     if llm is None and spec.extractor == "llm":
         llm = create_llm(settings.llm, reg)
     kit = MemoryKit(store=opened, embedder=emb, counter=TiktokenCounter(settings.token_encoding), namespace=ns,
-                    llm=llm, vector_index=settings.vector_index)
+                    llm=llm, vector_index=settings.vector_index, cache_dir=settings.cache_dir or default_cache_dir())
     return create_memory(method, kit, spec, env_factory, reg)

@@ -12,14 +12,18 @@ Ablations (the paper's factorial table): granularity ``action | subgoal | task``
 from __future__ import annotations
 
 import logging
-from typing import Literal
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any, Literal
 
 import numpy as np
+from numpy.typing import NDArray
 from pydantic import BaseModel
 
 from guimem.embeddings import cosine
 from guimem.memory.base import LearnReport, RecallQuery, RoundBuffer, RoundLog, StoredRounds
 from guimem.memory.generalise import state_text
+from guimem.memory.indexcache import IndexCache
 from guimem.memory.kit import MemoryKit
 from guimem.memory.ranking import tau_for
 from guimem.memory.settings import GraphSettings, Structure
@@ -88,12 +92,16 @@ class GraphMemory(StoredRounds):
             self.segmenter, self.annotator = OfflineSegmenter(self.settings.granularity), OfflineAnnotator()
         self._nodes: VectorIndex = create_index(kit.vector_index, kit.embedder.dim)
         self._edge_sources: VectorIndex = create_index(kit.vector_index, kit.embedder.dim)
-        self._edges: dict[str, EdgeBody] = {}
-        self._out: dict[str, list[str]] = {}
+        self._bodies: OrderedDict[str, EdgeBody] = OrderedDict()  # edge bodies read on demand, bounded
+        self._out: dict[str, list[str]] = {}  # edges added since the cached adjacency (or all, without one)
+        self._adjacency: tuple[NDArray[Any], NDArray[Any], NDArray[Any]] | None = None
+        self._counts: dict[str, int] = {}
+        self._dirty = False
         self.rounds = RoundLog(kit.store, kit.namespace)
         self.buffer = RoundBuffer()
         self.nodes = ItemTable(kit, ItemKind.NODE, NodeBody)
         self.edges = ItemTable(kit, ItemKind.EDGE, EdgeBody)
+        self.cache = IndexCache(kit)
         self._load()
 
     @property
@@ -102,18 +110,95 @@ class GraphMemory(StoredRounds):
         return "graph"
 
     def _load(self) -> None:
+        """Open from the index cache when it matches the store (vectors memory-mapped, adjacency as
+        arrays, edge bodies read on demand); otherwise read the store and write the cache."""
+        extras = self.cache.open_index("nodes", self._nodes)
+        if extras is not None and self.cache.open_index("edge-sources", self._edge_sources) is not None:
+            found = self.cache.load("nodes")
+            if found is not None:
+                folder = found[0]
+                self._adjacency = (IndexCache.array(folder, "adj_nodes"), IndexCache.array(folder, "adj_offsets"),
+                                   IndexCache.array(folder, "adj_edges"))
+                self._counts = {str(k): int(v) for k, v in extras.get("counts", {}).items()}
+                return
+            self._nodes = create_index(self.kit.vector_index, self.kit.embedder.dim)
+            self._edge_sources = create_index(self.kit.vector_index, self.kit.embedder.dim)
+        node_ids, node_vecs = [], []
         for rec, _ in self.nodes.load():
             vec = rec.vector_array()
             if vec is not None:
-                self._nodes.add([rec.id], vec[None, :])
+                node_ids.append(rec.id)
+                node_vecs.append(vec)
+        if node_ids:
+            self._nodes.add(node_ids, np.stack(node_vecs))
+        edge_ids, edge_vecs = [], []
         for rec, edge in self.edges.load(["active"]):
-            self._index_edge(rec.id, edge, rec.vector_array())
+            self._index_edge(rec.id, edge)
+            vec = rec.vector_array()
+            if vec is not None:
+                edge_ids.append(rec.id)
+                edge_vecs.append(vec)
+        if edge_ids:
+            self._edge_sources.add(edge_ids, np.stack(edge_vecs))
+        self._dirty = True
+        self._save_cache()
 
-    def _index_edge(self, edge_id: str, body: EdgeBody, source_vec: np.ndarray | None) -> None:
-        self._edges[edge_id] = body
+    def _save_cache(self) -> None:
+        """Write the cache when something changed since it was read (outside any open transaction)."""
+        if not self._dirty or not self.cache.enabled:
+            return
+        adjacency: dict[str, list[str]] = {}
+        if self._adjacency is not None:
+            nodes, offsets, edges = self._adjacency
+            for i, node in enumerate(nodes.tolist()):
+                adjacency[node] = edges[int(offsets[i]):int(offsets[i + 1])].tolist()
+        for node, extra in self._out.items():
+            adjacency.setdefault(node, []).extend(extra)
+        order = sorted(adjacency)
+        offsets_list = np.cumsum([0] + [len(adjacency[n]) for n in order]).astype(np.int64)
+        flat = [e for n in order for e in adjacency[n]]
+        arrays = {"adj_nodes": np.asarray(order, dtype=str) if order else np.zeros(0, dtype="<U1"),
+                  "adj_offsets": offsets_list,
+                  "adj_edges": np.asarray(flat, dtype=str) if flat else np.zeros(0, dtype="<U1")}
+        self.cache.save_index("edge-sources", self._edge_sources)
+        self.cache.save_index("nodes", self._nodes, arrays, {"counts": self._counts})
+        self._dirty = False
+
+    def _index_edge(self, edge_id: str, body: EdgeBody, source_vec: np.ndarray | None = None) -> None:
+        self._remember(edge_id, body)
         self._out.setdefault(body.source, []).append(edge_id)
+        self._counts[body.success] = self._counts.get(body.success, 0) + 1
         if source_vec is not None:
             self._edge_sources.add([edge_id], source_vec[None, :])
+
+    def _remember(self, edge_id: str, body: EdgeBody) -> None:
+        self._bodies[edge_id] = body
+        self._bodies.move_to_end(edge_id)
+        while len(self._bodies) > self.settings.body_cache:
+            self._bodies.popitem(last=False)
+
+    def _edge(self, edge_id: str) -> EdgeBody:
+        """An edge's body (from the bounded cache, else from the store)."""
+        body = self._bodies.get(edge_id)
+        if body is None:
+            body = self.edges.get(edge_id)[1]
+            self._remember(edge_id, body)
+        return body
+
+    def _out_of(self, node_id: str) -> list[str]:
+        """Outgoing edge ids of a node, oldest first."""
+        found: list[str] = []
+        if self._adjacency is not None:
+            nodes, offsets, edges = self._adjacency
+            i = int(np.searchsorted(nodes, node_id))
+            if i < len(nodes) and nodes[i] == node_id:
+                found = edges[int(offsets[i]):int(offsets[i + 1])].tolist()
+        return found + self._out.get(node_id, [])
+
+    @property
+    def edge_count(self) -> int:
+        """Active edges."""
+        return sum(self._counts.values())
 
     def _node_for(self, obs: Observation, task: Task, vec: np.ndarray) -> str:
         hits = self._nodes.search(vec, 1)
@@ -123,12 +208,13 @@ class GraphMemory(StoredRounds):
         body = NodeBody(signature=state_text(obs, task), app=obs.app, first_task=task.id)
         self.nodes.put(node_id, body, "active", EventType.CREATED, {"kind": "node"}, pack_vector(vec))
         self._nodes.add([node_id], vec[None, :])
+        self._dirty = True
         return node_id
 
     def _duplicate_of(self, source: str, target: str, ann: Annotation) -> str | None:
         intent = self.kit.embed_text(ann.text)
-        for edge_id in self._out.get(source, []):
-            edge = self._edges[edge_id]
+        for edge_id in self._out_of(source):
+            edge = self._edge(edge_id)
             if edge.target == target and edge.success == ann.success and \
                     cosine(self.kit.embed_text(edge.text), intent) > self.settings.theta:
                 return edge_id
@@ -159,11 +245,12 @@ class GraphMemory(StoredRounds):
                 self.edges.put(edge_id, body, "active", EventType.CREATED,
                                {"kind": "edge", "episode": trajectory.episode_id}, pack_vector(before_vec))
                 self._index_edge(edge_id, body, before_vec)
+                self._dirty = True
                 report.added += 1
         return report
 
     def _edge_item(self, edge_id: str, score: float) -> InjectedItem:
-        edge = self._edges[edge_id]
+        edge = self._edge(edge_id)
         mark = {"yes": "worked", "no": "FAILED", "uncertain": "unclear"}[edge.success]
         success = {"yes": True, "no": False, "uncertain": None}[edge.success]
         return InjectedItem(id=edge_id, kind=ItemKind.EDGE, text=f"[{mark}] {edge.text} -> {edge.effect}",
@@ -171,11 +258,11 @@ class GraphMemory(StoredRounds):
 
     def recall(self, query: RecallQuery) -> Injection:
         """Nearest node's outgoing edges (graph), or the top-k edges by source screen (flat)."""
-        if not self._edges:
+        if not self.edge_count:
             return Injection(method=self.name)
         vec = self.kit.embed_state(query.observation, query.task)
         if self.settings.structure is Structure.FLAT:
-            hits = self._edge_sources.search(vec, self.settings.flat_k + (len(self._edges)
+            hits = self._edge_sources.search(vec, self.settings.flat_k + (self.edge_count
                                                                          if self.settings.exclude_source_task else 0))
             items = [self._edge_item(h.id, h.score) for h in hits
                      if self._recallable(h.id, query.task)][: self.settings.flat_k]
@@ -183,12 +270,12 @@ class GraphMemory(StoredRounds):
             nearest = self._nodes.search(vec, 1)
             if not nearest:
                 return Injection(method=self.name)
-            edge_ids = [e for e in self._out.get(nearest[0].id, []) if self._recallable(e, query.task)]
+            edge_ids = [e for e in self._out_of(nearest[0].id) if self._recallable(e, query.task)]
             items = [self._edge_item(e, nearest[0].score) for e in edge_ids[-self.settings.max_edges:]]
         return self.kit.injection(self.name, "Memory of this screen (what was tried from here before):", items)
 
     def _recallable(self, edge_id: str, task: Task) -> bool:
-        return not (self.settings.exclude_source_task and self._edges[edge_id].task == task.id)
+        return not (self.settings.exclude_source_task and self._edge(edge_id).task == task.id)
 
     def end_round(self) -> None:
         """Add the round's episodes to the graph, in the order they were learned."""
@@ -199,7 +286,16 @@ class GraphMemory(StoredRounds):
     def stats(self) -> dict[str, int]:
         """Nodes and edges by success label."""
         out = {"nodes": len(self._nodes)}
-        for edge in self._edges.values():
-            out[f"edges_{edge.success}"] = out.get(f"edges_{edge.success}", 0) + 1
+        for label, count in self._counts.items():
+            out[f"edges_{label}"] = count
         return out
 
+    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
+        """Learn and consolidate the round in one transaction, then refresh the index cache."""
+        super().commit_round(round_index, trajectories)
+        self._save_cache()
+
+    def close(self) -> None:
+        """Refresh the index cache if this process changed the graph, then close the store."""
+        self._save_cache()
+        super().close()

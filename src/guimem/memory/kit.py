@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
@@ -25,7 +26,8 @@ class MemoryKit:
         counter: Token counter for injected text.
         namespace: The store namespace this memory owns.
         llm: A model for ``llm`` extractors, when configured.
-        vector_index: Vector index backend name (``exact`` or ``hnsw``).
+        vector_index: Vector index backend name (``exact``, ``hnsw`` or ``auto``).
+        cache_dir: Where derived index files are cached (None: rebuilt from the store at every open).
     """
 
     store: Store
@@ -33,7 +35,8 @@ class MemoryKit:
     counter: TokenCounter
     namespace: str
     llm: LLMClient | None = None
-    vector_index: str = "exact"
+    vector_index: str = "auto"
+    cache_dir: Path | None = None
 
     def embed_state(self, obs: Observation, task: Task) -> NDArray[np.float32]:
         """The embedding of a screen (masked signature, symmetric ``query:`` role)."""

@@ -33,6 +33,8 @@ class GraphSettings(BaseModel):
     max_edges: int = 12
     extractor: Literal["offline", "llm"] = "offline"
     exclude_source_task: bool = False
+    body_cache: int = Field(default=100_000, ge=16)
+    """Edge bodies kept in memory (the rest are read from the store when recall needs them)."""
 
 
 class SkillSettings(BaseModel):

@@ -214,9 +214,7 @@ class StackMemory(AdmissionMembers, StoredRounds):
         contract = self.contract(query.task)
         state = state_text(query.observation, query.task)
         shown, withheld = [], []
-        for item_id, (item, status) in self.lifecycle.entries.items():
-            if status not in (ItemStatus.ADMITTED, *UNDER_TEST):
-                continue
+        for item_id, item, status in self.lifecycle.live_for(query.task):
             if not compatible(item, query.task, contract, state, self.spec.exclude_source_task) or \
                     not self._fits_screen(item, query, state, here):
                 continue

@@ -81,6 +81,13 @@ class SQLReads(ABC):
             args.append(namespace)
         return [Event(int(r[0]), r[1], r[2], r[3], r[4], float(r[5])) for r in self._all(sql + " ORDER BY seq", args)]
 
+    def revision(self, namespace: str) -> str:
+        """A marker that changes whenever an item of ``namespace`` is written (versions written, last
+        write): what a derived cache (a vector index file) is checked against."""
+        rows = self._all(f"SELECT count(*), coalesce(max({self.first_order}), 0) FROM items WHERE namespace = ?",
+                         (namespace,))
+        return f"{int(rows[0][0])}:{int(rows[0][1])}"
+
     def namespaces(self) -> list[str]:
         """Namespaces that hold items or events."""
         return [r[0] for r in self._all("SELECT namespace FROM items UNION SELECT namespace FROM events ORDER BY 1")]

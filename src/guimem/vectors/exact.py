@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,13 +13,18 @@ from guimem.vectors.base import Hit
 
 
 class ExactIndex:
-    """A growable float32 matrix; removal swaps in the last row so rows stay dense."""
+    """A growable float32 matrix; removal swaps in the last row so rows stay dense.
+
+    A loaded index is memory-mapped and read-only until it is first changed (then copied into
+    memory), so opening one of a million vectors costs milliseconds, not a read of the whole file.
+    """
 
     def __init__(self, dim: int) -> None:
         self._dim = dim
-        self._matrix = np.zeros((16, dim), dtype=np.float32)
+        self._matrix: NDArray[np.float32] = np.zeros((16, dim), dtype=np.float32)
         self._ids: list[str] = []
-        self._rows: dict[str, int] = {}
+        self._row_of: dict[str, int] | None = {}
+        self._n = 0
 
     @property
     def dim(self) -> int:
@@ -28,44 +32,57 @@ class ExactIndex:
         return self._dim
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return self._n
+
+    @property
+    def _rows(self) -> dict[str, int]:
+        if self._row_of is None:  # built on first need after a load
+            self._row_of = {ident: row for row, ident in enumerate(self._ids)}
+        return self._row_of
 
     def __contains__(self, ident: object) -> bool:
         return ident in self._rows
 
+    def _writable(self, need: int) -> None:
+        if need > self._matrix.shape[0] or not self._matrix.flags.writeable:
+            grown = np.zeros((max(need, 2 * self._matrix.shape[0], 16), self._dim), dtype=np.float32)
+            grown[: self._n] = self._matrix[: self._n]
+            self._matrix = grown
+
     def add(self, ids: Sequence[str], vectors: NDArray[np.float32]) -> None:
         """Add or replace vectors."""
         vecs = np.asarray(vectors, dtype=np.float32).reshape(len(ids), self._dim)
-        need = len(self._ids) + len(ids)
-        if need > self._matrix.shape[0]:
-            grown = np.zeros((max(need, 2 * self._matrix.shape[0]), self._dim), dtype=np.float32)
-            grown[: len(self._ids)] = self._matrix[: len(self._ids)]
-            self._matrix = grown
+        self._writable(self._n + len(ids))
+        rows = self._rows
         for ident, vec in zip(ids, vecs, strict=True):
-            row = self._rows.get(ident)
+            row = rows.get(ident)
             if row is None:
-                row = len(self._ids)
+                row = self._n
                 self._ids.append(ident)
-                self._rows[ident] = row
+                rows[ident] = row
+                self._n += 1
             self._matrix[row] = vec
 
     def remove(self, ids: Sequence[str]) -> None:
         """Remove ids (unknown ones are ignored)."""
+        rows = self._rows
         for ident in ids:
-            row = self._rows.pop(ident, None)
+            row = rows.pop(ident, None)
             if row is None:
                 continue
-            last = len(self._ids) - 1
+            self._writable(self._n)
+            last = self._n - 1
             if row != last:
                 moved = self._ids[last]
                 self._matrix[row] = self._matrix[last]
                 self._ids[row] = moved
-                self._rows[moved] = row
+                rows[moved] = row
             self._ids.pop()
+            self._n -= 1
 
     def search(self, query: NDArray[np.float32], k: int) -> list[Hit]:
         """Exact top-k by dot product (cosine for normalised vectors)."""
-        n = len(self._ids)
+        n = self._n
         if n == 0 or k <= 0:
             return []
         scores = self._matrix[:n] @ np.asarray(query, dtype=np.float32).reshape(self._dim)
@@ -74,18 +91,27 @@ class ExactIndex:
         top = top[np.argsort(-scores[top], kind="stable")]
         return [Hit(self._ids[i], float(scores[i])) for i in top]
 
+    def arrays(self) -> tuple[list[str], NDArray[np.float32]]:
+        """The ids and their vectors, row by row (a view, not a copy)."""
+        return list(self._ids), self._matrix[: self._n]
+
     def save(self, path: Path) -> None:
-        """Write ``vectors.npy`` and ``ids.json`` into ``path``."""
+        """Write ``vectors.npy`` and ``ids.npy`` into ``path``."""
         path.mkdir(parents=True, exist_ok=True)
-        np.save(path / "vectors.npy", self._matrix[: len(self._ids)])
-        (path / "ids.json").write_text(json.dumps(self._ids))
+        np.save(path / "vectors.npy", np.ascontiguousarray(self._matrix[: self._n]))
+        np.save(path / "ids.npy", np.asarray(self._ids, dtype=str) if self._ids else np.zeros(0, dtype="<U1"))
 
     def load(self, path: Path) -> None:
-        """Load what `save` wrote."""
+        """Load what `save` wrote (the vectors memory-mapped, read-only until changed)."""
         try:
-            matrix = np.load(path / "vectors.npy")
-            ids = json.loads((path / "ids.json").read_text())
+            matrix = np.load(path / "vectors.npy", mmap_mode="r")
+            ids = np.load(path / "ids.npy").tolist()
         except (OSError, ValueError) as exc:
             raise StoreError(f"cannot load exact index from {path}: {exc}") from exc
-        self.__init__(int(matrix.shape[1]) if matrix.size else self._dim)  # type: ignore[misc]
-        self.add(ids, matrix)
+        if matrix.ndim != 2 or len(ids) != matrix.shape[0] or (matrix.shape[0] and matrix.shape[1] != self._dim):
+            raise StoreError(f"exact index at {path} does not match: {matrix.shape} for {len(ids)} ids, "
+                             f"dimension {self._dim}")
+        self._matrix = matrix if matrix.shape[0] else np.zeros((16, self._dim), dtype=np.float32)
+        self._ids = [str(i) for i in ids]
+        self._n = len(self._ids)
+        self._row_of = None

@@ -46,6 +46,7 @@ class HnswIndex:
         self._keys: dict[str, int] = {}
         self._ids: dict[int, str] = {}
         self._next = 0
+        self._view: Path | None = None
 
     @property
     def dim(self) -> int:
@@ -61,6 +62,7 @@ class HnswIndex:
     def add(self, ids: Sequence[str], vectors: NDArray[np.float32]) -> None:
         """Add or replace vectors."""
         vecs = np.asarray(vectors, dtype=np.float32).reshape(len(ids), self._dim)
+        self._writable()
         self.remove([i for i in ids if i in self._keys])
         keys = np.arange(self._next, self._next + len(ids), dtype=np.uint64)
         self._next += len(ids)
@@ -72,6 +74,8 @@ class HnswIndex:
 
     def remove(self, ids: Sequence[str]) -> None:
         """Remove ids (unknown ones are ignored)."""
+        if any(i in self._keys for i in ids):
+            self._writable()
         for ident in ids:
             key = self._keys.pop(ident, None)
             if key is not None:
@@ -91,20 +95,36 @@ class HnswIndex:
         ]
 
     def save(self, path: Path) -> None:
-        """Write ``hnsw.usearch`` and ``keys.json`` into ``path``."""
+        """Write ``hnsw.usearch``, ``ids.npy``/``keys.npy`` and ``meta.json`` into ``path``."""
         path.mkdir(parents=True, exist_ok=True)
         self._index.save(str(path / "hnsw.usearch"))
-        (path / "keys.json").write_text(json.dumps({"next": self._next, "keys": self._keys}))
+        ids = list(self._keys)
+        np.save(path / "ids.npy", np.asarray(ids, dtype=str) if ids else np.zeros(0, dtype="<U1"))
+        np.save(path / "keys.npy", np.asarray([self._keys[i] for i in ids], dtype=np.uint64))
+        (path / "meta.json").write_text(json.dumps({"next": self._next, "params": list(self._params)}))
 
     def load(self, path: Path) -> None:
-        """Load what `save` wrote."""
+        """Load what `save` wrote: the graph memory-mapped (read-only) until the first change."""
         try:
-            meta = json.loads((path / "keys.json").read_text())
+            meta = json.loads((path / "meta.json").read_text())
+            ids = np.load(path / "ids.npy").tolist()
+            keys = np.load(path / "keys.npy").tolist()
+            self._params = tuple(int(p) for p in meta.get("params", self._params))  # type: ignore[assignment]
             index = _new_index(self._dim, *self._params)
-            index.load(str(path / "hnsw.usearch"))
-        except (OSError, ValueError, RuntimeError) as exc:
+            index.view(str(path / "hnsw.usearch"))
+        except (OSError, ValueError, RuntimeError, KeyError) as exc:
             raise StoreError(f"cannot load HNSW index from {path}: {exc}") from exc
+        if len(ids) != len(keys):
+            raise StoreError(f"HNSW index at {path} does not match its ids")
         self._index = index
-        self._keys = {str(k): int(v) for k, v in meta["keys"].items()}
+        self._view = path / "hnsw.usearch"
+        self._keys = {str(i): int(k) for i, k in zip(ids, keys, strict=True)}
         self._ids = {v: k for k, v in self._keys.items()}
         self._next = int(meta["next"])
+
+    def _writable(self) -> None:
+        """A viewed (memory-mapped) graph is loaded into memory before it changes."""
+        if self._view is not None:
+            index = _new_index(self._dim, *self._params)
+            index.load(str(self._view))
+            self._index, self._view = index, None

@@ -24,6 +24,7 @@ from guimem.memory.steer.items import (
     Evidence,
     ItemStatus,
     KnowledgeItem,
+    Scope,
     TrialRecord,
     check_transition,
     is_screen_avoid,
@@ -31,7 +32,7 @@ from guimem.memory.steer.items import (
 from guimem.memory.steer.propose import Proposer
 from guimem.memory.steer.trials import Arm, assign, gate, record
 from guimem.memory.table import EventType, ItemTable
-from guimem.types import ItemKind, Trajectory
+from guimem.types import ItemKind, Task, Trajectory
 
 Entry = tuple[KnowledgeItem, ItemStatus]
 _HISTORY = TypeAdapter(dict[str, list[TrialRecord]])
@@ -41,6 +42,14 @@ def item_id_for(key: str) -> str:
     """A stable id from an item's content key: the same proposal gets the same id in every run, so
     trial/control assignment (which hashes the id) is reproducible."""
     return "k-" + hashlib.sha1(key.encode()).hexdigest()[:20]
+
+
+def _bucket(item: KnowledgeItem) -> tuple[str, str]:
+    if item.scope is Scope.TASK:
+        return ("task", item.applicability.task)
+    if item.scope is Scope.APP:
+        return ("app", item.applicability.app)
+    return ("global", "")
 
 
 class Admission:
@@ -67,6 +76,7 @@ class Admission:
         self._outcomes: list[TrialRecord] = []
         self.history: dict[str, list[TrialRecord]] = self._load_history() if rules else {}
         self.table = ItemTable(kit, ItemKind.KNOWLEDGE, KnowledgeItem)
+        self._buckets: dict[tuple[str, str], list[tuple[int, str]]] | None = None
         self._load()
 
     @property
@@ -103,6 +113,20 @@ class Admission:
 
     def _load(self) -> None:
         self._items = {rec.id: (item, ItemStatus(rec.status)) for rec, item in self.table.load()}
+        self._buckets = None
+
+    def live_for(self, task: Task) -> list[tuple[str, KnowledgeItem, ItemStatus]]:
+        """Items that may be shown (admitted or under test) and whose scope can fit ``task``, in entry
+        order: the candidates of the task's, the app's and the global bucket, not a scan of every item
+        (`compatible` still decides)."""
+        if self._buckets is None:
+            self._buckets = {}
+            for position, (item_id, (item, status)) in enumerate(self._items.items()):
+                if status in (ItemStatus.ADMITTED, *UNDER_TEST):
+                    self._buckets.setdefault(_bucket(item), []).append((position, item_id))
+        found = sorted([*self._buckets.get(("task", task.id), ()), *self._buckets.get(("app", task.app), ()),
+                        *self._buckets.get(("global", ""), ())])
+        return [(item_id, *self._items[item_id]) for _, item_id in found]
 
     def observe(self, trajectory: Trajectory) -> LearnReport:
         """Record trial/control evidence from the episode's trace and queue its proposals."""
@@ -235,6 +259,7 @@ class Admission:
         check_transition(item_id, status, target)
         self._put(item_id, item, target, EventType(target.value), {"manual": True, "reason": reason})
         self._items[item_id] = (item, target)
+        self._buckets = None
 
     def stats(self) -> dict[str, int]:
         """Items by status."""

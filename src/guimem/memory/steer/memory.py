@@ -109,9 +109,8 @@ class SteerMemory(AdmissionMembers, StoredRounds):
         contract = self.contract(query.task)
         state = state_text(query.observation, query.task)
         entries = self.lifecycle.entries
-        fitting = [(i, it, st) for i, (it, st) in entries.items()
-                   if st in (ItemStatus.ADMITTED, *UNDER_TEST)
-                   and compatible(it, query.task, contract, state, self.settings.exclude_source_task)]
+        fitting = [(i, it, st) for i, it, st in self.lifecycle.live_for(query.task)
+                   if compatible(it, query.task, contract, state, self.settings.exclude_source_task)]
         chosen: list[InjectedItem] = []
         withheld: list[str] = []
         for kind in ("procedure", "warning"):

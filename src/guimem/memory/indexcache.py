@@ -1,0 +1,137 @@
+"""Derived files of a memory (vector indexes, adjacency arrays) persisted in a cache folder.
+
+The store stays the system of record: a cache entry is valid only while the store's revision of the
+memory's namespace (written versions, last write), the embedder and the index backend are the ones
+it was built from; otherwise it is rebuilt from the store. Deleting the cache loses nothing.
+Entries live under the cache folder (``GUIMEM_CACHE_DIR``, default ``~/.cache/guimem``), never beside
+a store, so a read-only command never writes next to the store it opened.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from guimem.memory.kit import MemoryKit
+from guimem.vectors import VectorIndex
+
+log = logging.getLogger(__name__)
+FORMAT = 1
+
+
+@runtime_checkable
+class Revisioned(Protocol):
+    """A store that can say when a namespace last changed (the SQL stores can)."""
+
+    def revision(self, namespace: str) -> str:
+        """A marker that changes whenever an item of ``namespace`` is written."""
+        ...
+
+
+def default_cache_dir() -> Path:
+    """``$GUIMEM_CACHE_DIR``, else ``$XDG_CACHE_HOME/guimem``, else ``~/.cache/guimem``."""
+    if os.environ.get("GUIMEM_CACHE_DIR"):
+        return Path(os.environ["GUIMEM_CACHE_DIR"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "guimem"
+
+
+class IndexCache:
+    """The cache entries of one memory (one store and namespace).
+
+    Args:
+        kit: The memory's store, namespace, embedder and index backend; ``kit.cache_dir`` None
+            (or a store that cannot tell its revision, or an in-memory store) disables the cache.
+    """
+
+    def __init__(self, kit: MemoryKit) -> None:
+        self.kit = kit
+        url = kit.store.url
+        usable = kit.cache_dir is not None and isinstance(kit.store, Revisioned) and url not in (":memory:", "")
+        where = os.path.realpath(url) if usable and "://" not in url else url
+        key = hashlib.sha1(f"{where}|{kit.namespace}".encode()).hexdigest()[:20]
+        self.folder: Path | None = Path(kit.cache_dir) / "index" / key if usable and kit.cache_dir else None
+
+    @property
+    def enabled(self) -> bool:
+        """Whether entries are read and written."""
+        return self.folder is not None
+
+    def stamp(self) -> dict[str, Any]:
+        """What an entry must match to be used."""
+        revision = self.kit.store.revision(self.kit.namespace) if isinstance(self.kit.store, Revisioned) else ""
+        return {"format": FORMAT, "store": self.kit.store.url, "namespace": self.kit.namespace,
+                "revision": revision, "embedder": self.kit.embedder.name, "index": self.kit.vector_index}
+
+    def load(self, name: str) -> tuple[Path, dict[str, Any]] | None:
+        """The folder of a valid entry ``name`` and its extras, or None (missing, stale or unreadable)."""
+        if self.folder is None:
+            return None
+        entry = self.folder / name
+        try:
+            saved = json.loads((entry / "stamp.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(saved, dict) or saved.get("stamp") != self.stamp():
+            log.info("index cache %s is stale or from another store; rebuilding", entry)
+            return None
+        extras = saved.get("extras")
+        return entry, extras if isinstance(extras, dict) else {}
+
+    def save(self, name: str, write: Any, extras: dict[str, Any] | None = None) -> None:
+        """Write entry ``name``: ``write(folder)`` fills a fresh folder, which then replaces the old
+        entry in one rename (a reader never sees half an entry). Failures only log: it is a cache."""
+        if self.folder is None:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        tmp = self.folder / f".{name}-{uuid.uuid4().hex[:8]}"
+        try:
+            tmp.mkdir()
+            write(tmp)
+            (tmp / "stamp.json").write_text(json.dumps({"stamp": self.stamp(), "extras": extras or {}}),
+                                            encoding="utf-8")
+            old = self.folder / name
+            trash = self.folder / f".old-{name}-{uuid.uuid4().hex[:8]}"
+            if old.exists():
+                os.replace(old, trash)
+            os.replace(tmp, old)
+            shutil.rmtree(trash, ignore_errors=True)
+        except OSError as exc:
+            log.warning("cannot write the index cache %s: %s", self.folder / name, exc)
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def open_index(self, name: str, index: VectorIndex) -> dict[str, Any] | None:
+        """Fill ``index`` from entry ``name`` when it is valid; returns the entry's extras (None: rebuild)."""
+        found = self.load(name)
+        if found is None:
+            return None
+        folder, extras = found
+        try:
+            index.load(folder / "index")
+        except Exception as exc:  # a corrupt cache file is rebuilt from the store, never trusted
+            log.warning("index cache %s unreadable (%s); rebuilding", folder, exc)
+            return None
+        return extras
+
+    def save_index(self, name: str, index: VectorIndex, arrays: dict[str, NDArray[Any]] | None = None,
+                   extras: dict[str, Any] | None = None) -> None:
+        """Persist ``index`` (and side arrays) as entry ``name``."""
+        def write(folder: Path) -> None:
+            index.save(folder / "index")
+            for key, array in (arrays or {}).items():
+                np.save(folder / f"{key}.npy", array)
+        self.save(name, write, extras)
+
+    @staticmethod
+    def array(folder: Path, key: str) -> NDArray[Any]:
+        """A side array of an entry, memory-mapped."""
+        array: NDArray[Any] = np.load(folder / f"{key}.npy", mmap_mode="r")
+        return array

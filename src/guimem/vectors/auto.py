@@ -1,0 +1,122 @@
+"""Exact search while it is the faster one; HNSW once an index outgrows it (chosen by size, automatically).
+
+The switch point and the HNSW parameters per size come from ``benchmarks/recall_end_to_end.py`` on
+this project's machine (exact NumPy search over 384-d float32 vs usearch HNSW at recall@10 ≥ 0.95).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from guimem.errors import MissingDependencyError, StoreError
+from guimem.vectors.base import Hit
+from guimem.vectors.exact import ExactIndex
+
+log = logging.getLogger(__name__)
+SWITCH_AT = 50_000
+"""Below this many vectors exact search is used (measured: see the module docstring)."""
+
+
+def hnsw_params(size: int) -> tuple[int, int, int]:
+    """(connectivity, expansion_add, expansion_search) for an index of ``size`` vectors."""
+    if size < 200_000:
+        return 16, 128, 64
+    return 24, 128, 96
+
+
+class AutoIndex:
+    """A `VectorIndex` that is exact below ``switch_at`` vectors and HNSW at or above it.
+
+    Args:
+        dim: Vector dimension.
+        switch_at: Size at which the exact index is rebuilt as HNSW (never switched back: removals are rare).
+    """
+
+    def __init__(self, dim: int, switch_at: int = SWITCH_AT) -> None:
+        self._dim = dim
+        self.switch_at = switch_at
+        self._exact: ExactIndex | None = ExactIndex(dim)
+        self._hnsw: object | None = None
+
+    @property
+    def backend(self) -> str:
+        """``exact`` or ``hnsw``: which search answers now."""
+        return "exact" if self._exact is not None else "hnsw"
+
+    @property
+    def _active(self):  # type: ignore[no-untyped-def]
+        return self._exact if self._exact is not None else self._hnsw
+
+    @property
+    def dim(self) -> int:
+        """The vector dimension."""
+        return self._dim
+
+    def __len__(self) -> int:
+        return len(self._active)
+
+    def __contains__(self, ident: object) -> bool:
+        return ident in self._active
+
+    def add(self, ids: Sequence[str], vectors: NDArray[np.float32]) -> None:
+        """Add or replace vectors (switching to HNSW when the size reaches ``switch_at``)."""
+        self._active.add(ids, vectors)
+        if self._exact is not None and len(self._exact) >= self.switch_at:
+            self._switch()
+
+    def _switch(self) -> None:
+        try:
+            from guimem.vectors.hnsw import HnswIndex, _new_index
+
+            _new_index(self._dim, 16, 16, 16)
+        except MissingDependencyError:
+            log.warning("%d vectors: HNSW would be faster, but usearch is not installed "
+                        "(pip install 'guimem[hnsw]'); staying exact", len(self))
+            self.switch_at = 2**62
+            return
+        exact = self._exact
+        assert exact is not None
+        n = len(exact)
+        hnsw = HnswIndex(self._dim, *hnsw_params(n), exact_below=0)
+        ids, matrix = exact.arrays()
+        hnsw.add(ids, np.asarray(matrix))
+        self._hnsw, self._exact = hnsw, None
+
+    def remove(self, ids: Sequence[str]) -> None:
+        """Remove ids (unknown ones are ignored)."""
+        self._active.remove(ids)
+
+    def search(self, query: NDArray[np.float32], k: int) -> list[Hit]:
+        """The ``k`` nearest ids."""
+        hits: list[Hit] = self._active.search(query, k)
+        return hits
+
+    def save(self, path: Path) -> None:
+        """Write the active index and which one it is."""
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "backend.txt").write_text(self.backend)
+        self._active.save(path / self.backend)
+
+    def load(self, path: Path) -> None:
+        """Load what `save` wrote."""
+        try:
+            backend = (path / "backend.txt").read_text().strip()
+        except OSError as exc:
+            raise StoreError(f"cannot load index from {path}: {exc}") from exc
+        if backend == "exact":
+            exact = ExactIndex(self._dim)
+            exact.load(path / "exact")
+            self._exact, self._hnsw = exact, None
+        elif backend == "hnsw":
+            from guimem.vectors.hnsw import HnswIndex
+
+            hnsw = HnswIndex(self._dim, exact_below=0)
+            hnsw.load(path / "hnsw")
+            self._hnsw, self._exact = hnsw, None
+        else:
+            raise StoreError(f"unknown index backend {backend!r} in {path}")

@@ -1,0 +1,135 @@
+"""Memories that open from a persisted index cache: valid only while it matches the store; a deleted,
+stale or corrupt cache is rebuilt from the store with the same recall; cache files never beside the store."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from guimem.memory.graph import GraphMemory
+from guimem.memory.indexcache import IndexCache
+from guimem.memory.settings import GraphSettings, Structure
+from guimem.vectors.exact import ExactIndex
+from tests.memory.conftest import CANCEL, LOGIN, PASS, USER, episode
+from tests.memory.test_graph import query
+
+SETTINGS = GraphSettings(tau=0.95)
+
+
+def _cached(kit, tmp_path: Path):
+    return dataclasses.replace(kit, cache_dir=tmp_path / "cache")
+
+
+def _learned(kit) -> GraphMemory:
+    g = GraphMemory(kit, SETTINGS)
+    g.learn(episode([USER, PASS, LOGIN], seed=1))
+    g.learn(episode([USER, CANCEL], seed=2))
+    g.commit_round(0, [])
+    return g
+
+
+def _view(g: GraphMemory) -> list[tuple[str, str, bool | None]]:
+    return [(i.id, i.text, i.success) for i in g.recall(query()).items]
+
+
+def test_a_reopen_reads_the_cache_and_recalls_the_same(kit, tmp_path):
+    kit = _cached(kit, tmp_path)
+    first = _learned(kit)
+    expected, stats = _view(first), first.stats()
+    again = GraphMemory(kit, SETTINGS)
+    assert again._adjacency is not None, "opened from the cache"
+    assert _view(again) == expected and again.stats() == stats
+    uncached = GraphMemory(dataclasses.replace(kit, cache_dir=None), SETTINGS)
+    assert uncached._adjacency is None and _view(uncached) == expected
+
+
+def test_a_deleted_cache_is_rebuilt_with_the_same_recall(kit, tmp_path):
+    kit = _cached(kit, tmp_path)
+    expected = _view(_learned(kit))
+    shutil.rmtree(tmp_path / "cache")
+    rebuilt = GraphMemory(kit, SETTINGS)
+    assert rebuilt._adjacency is None and _view(rebuilt) == expected
+    assert any((tmp_path / "cache").rglob("stamp.json")), "written again"
+    assert GraphMemory(kit, SETTINGS)._adjacency is not None
+
+
+def test_a_stale_cache_is_not_used(kit, tmp_path):
+    kit = _cached(kit, tmp_path)
+    _learned(kit)
+    other = GraphMemory(dataclasses.replace(kit, cache_dir=None), SETTINGS)  # a writer that keeps no cache
+    other.learn(episode([LOGIN], seed=3))
+    other.end_round()
+    fresh = GraphMemory(kit, SETTINGS)
+    assert fresh._adjacency is None, "the store changed after the cache was written"
+    assert _view(fresh) == _view(other)
+
+
+def test_a_corrupt_cache_is_rebuilt(kit, tmp_path):
+    kit = _cached(kit, tmp_path)
+    expected = _view(_learned(kit))
+    for f in (tmp_path / "cache").rglob("vectors.npy"):
+        f.write_bytes(b"\x93NUMPY garbage")
+    again = GraphMemory(kit, SETTINGS)
+    assert _view(again) == expected
+
+
+def test_new_edges_after_a_cached_open_are_recalled_and_cached(kit, tmp_path):
+    kit = _cached(kit, tmp_path)
+    _learned(kit)
+    g = GraphMemory(kit, SETTINGS)
+    g.learn(episode([LOGIN], seed=4))
+    g.commit_round(1, [])
+    expected = _view(g)
+    assert len(expected) > 0
+    again = GraphMemory(kit, SETTINGS)
+    assert again._adjacency is not None and _view(again) == expected and again.stats() == g.stats()
+
+
+def test_flat_structure_uses_the_cached_edge_index(kit, tmp_path):
+    kit = _cached(kit, tmp_path)
+    flat = GraphSettings(tau=0.95, structure=Structure.FLAT)
+    g = GraphMemory(kit, flat)
+    g.learn(episode([USER, PASS, LOGIN], seed=1))
+    g.commit_round(0, [])
+    assert _view(GraphMemory(kit, flat)) == _view(g)
+
+
+def test_cache_files_live_in_the_cache_folder_never_beside_the_store(kit, tmp_path):
+    kit = _cached(kit, tmp_path)
+    before = {p.name for p in Path(kit.store.url).parent.iterdir()}
+    _learned(kit)
+    GraphMemory(kit, SETTINGS)
+    after = {p.name for p in Path(kit.store.url).parent.iterdir()}
+    assert after - before <= {"m.sqlite-wal", "m.sqlite-shm", "cache"}
+    assert IndexCache(kit).folder is not None and str(IndexCache(kit).folder).startswith(str(tmp_path / "cache"))
+
+
+def test_an_in_memory_store_keeps_no_cache(tmp_path):
+    from guimem.embeddings.hashing import HashingEmbedder
+    from guimem.memory.kit import MemoryKit
+    from guimem.storage.sqlite import SQLiteStore
+    from guimem.tokens import WhitespaceCounter
+
+    kit = MemoryKit(store=SQLiteStore(":memory:"), embedder=HashingEmbedder(64), counter=WhitespaceCounter(),
+                    namespace="x", cache_dir=tmp_path)
+    assert not IndexCache(kit).enabled
+
+
+def test_a_loaded_exact_index_is_mapped_read_only_and_copied_on_first_change(tmp_path):
+    rng = np.random.default_rng(0)
+    vecs = rng.standard_normal((50, 8)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    index = ExactIndex(8)
+    index.add([f"v{i}" for i in range(50)], vecs)
+    index.save(tmp_path / "ix")
+    loaded = ExactIndex(8)
+    loaded.load(tmp_path / "ix")
+    assert isinstance(loaded._matrix, np.memmap) and not loaded._matrix.flags.writeable
+    assert [h.id for h in loaded.search(vecs[7], 3)] == [h.id for h in index.search(vecs[7], 3)]
+    loaded.add(["new"], vecs[:1])
+    loaded.remove(["v3"])
+    assert len(loaded) == 50 and "new" in loaded and "v3" not in loaded
+    assert np.load(tmp_path / "ix" / "vectors.npy").shape == (50, 8), "the file is never written through"
