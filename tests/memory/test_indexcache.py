@@ -133,3 +133,25 @@ def test_a_loaded_exact_index_is_mapped_read_only_and_copied_on_first_change(tmp
     loaded.remove(["v3"])
     assert len(loaded) == 50 and "new" in loaded and "v3" not in loaded
     assert np.load(tmp_path / "ix" / "vectors.npy").shape == (50, 8), "the file is never written through"
+
+
+def test_the_stack_embeds_its_items_once_across_opens(kit, tmp_path):
+    from guimem.memory.stack import StackMemory
+
+    kit = _cached(kit, tmp_path)
+    stack = StackMemory(kit)
+    stack.learn(episode([USER, PASS, LOGIN], seed=1))
+    stack.learn(episode([USER, CANCEL], seed=2))
+    stack.commit_round(0, [])
+    stack.learn(episode([USER, PASS, LOGIN], seed=3))
+    stack.commit_round(1, [])
+    expected = [(i.id, i.text) for i in stack.recall(query()).items]
+    assert stack._vectors, "items were embedded"
+    fresh_embedder = type(kit.embedder)(kit.embedder.inner)
+    seen = []
+    inner_embed = fresh_embedder.inner.embed
+    fresh_embedder.inner.embed = lambda texts, role=None: (seen.extend(texts), inner_embed(texts, role))[1]
+    again = StackMemory(dataclasses.replace(kit, embedder=fresh_embedder))
+    assert not seen, "no item text or screen embedded again at open"
+    assert fresh_embedder.misses == 0
+    assert [(i.id, i.text) for i in again.recall(query()).items] == expected

@@ -65,13 +65,16 @@ class IndexCache:
         """Whether entries are read and written."""
         return self.folder is not None
 
-    def stamp(self) -> dict[str, Any]:
-        """What an entry must match to be used."""
-        revision = self.kit.store.revision(self.kit.namespace) if isinstance(self.kit.store, Revisioned) else ""
+    def stamp(self, revision: bool = True) -> dict[str, Any]:
+        """What an entry must match to be used (``revision`` False: an entry whose content depends only
+        on texts and the embedder, e.g. vectors keyed by a hash of their text, stays valid as the store
+        changes)."""
+        rev = self.kit.store.revision(self.kit.namespace) if revision and isinstance(self.kit.store, Revisioned) \
+            else ""
         return {"format": FORMAT, "store": self.kit.store.url, "namespace": self.kit.namespace,
-                "revision": revision, "embedder": self.kit.embedder.name, "index": self.kit.vector_index}
+                "revision": rev, "embedder": self.kit.embedder.name, "index": self.kit.vector_index}
 
-    def load(self, name: str) -> tuple[Path, dict[str, Any]] | None:
+    def load(self, name: str, revision: bool = True) -> tuple[Path, dict[str, Any]] | None:
         """The folder of a valid entry ``name`` and its extras, or None (missing, stale or unreadable)."""
         if self.folder is None:
             return None
@@ -80,13 +83,13 @@ class IndexCache:
             saved = json.loads((entry / "stamp.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        if not isinstance(saved, dict) or saved.get("stamp") != self.stamp():
+        if not isinstance(saved, dict) or saved.get("stamp") != self.stamp(revision):
             log.info("index cache %s is stale or from another store; rebuilding", entry)
             return None
         extras = saved.get("extras")
         return entry, extras if isinstance(extras, dict) else {}
 
-    def save(self, name: str, write: Any, extras: dict[str, Any] | None = None) -> None:
+    def save(self, name: str, write: Any, extras: dict[str, Any] | None = None, revision: bool = True) -> None:
         """Write entry ``name``: ``write(folder)`` fills a fresh folder, which then replaces the old
         entry in one rename (a reader never sees half an entry). Failures only log: it is a cache."""
         if self.folder is None:
@@ -96,7 +99,7 @@ class IndexCache:
         try:
             tmp.mkdir()
             write(tmp)
-            (tmp / "stamp.json").write_text(json.dumps({"stamp": self.stamp(), "extras": extras or {}}),
+            (tmp / "stamp.json").write_text(json.dumps({"stamp": self.stamp(revision), "extras": extras or {}}),
                                             encoding="utf-8")
             old = self.folder / name
             trash = self.folder / f".old-{name}-{uuid.uuid4().hex[:8]}"
@@ -108,9 +111,9 @@ class IndexCache:
             log.warning("cannot write the index cache %s: %s", self.folder / name, exc)
             shutil.rmtree(tmp, ignore_errors=True)
 
-    def open_index(self, name: str, index: VectorIndex) -> dict[str, Any] | None:
+    def open_index(self, name: str, index: VectorIndex, revision: bool = True) -> dict[str, Any] | None:
         """Fill ``index`` from entry ``name`` when it is valid; returns the entry's extras (None: rebuild)."""
-        found = self.load(name)
+        found = self.load(name, revision)
         if found is None:
             return None
         folder, extras = found
@@ -122,13 +125,13 @@ class IndexCache:
         return extras
 
     def save_index(self, name: str, index: VectorIndex, arrays: dict[str, NDArray[Any]] | None = None,
-                   extras: dict[str, Any] | None = None) -> None:
+                   extras: dict[str, Any] | None = None, revision: bool = True) -> None:
         """Persist ``index`` (and side arrays) as entry ``name``."""
         def write(folder: Path) -> None:
             index.save(folder / "index")
             for key, array in (arrays or {}).items():
                 np.save(folder / f"{key}.npy", array)
-        self.save(name, write, extras)
+        self.save(name, write, extras, revision)
 
     @staticmethod
     def array(folder: Path, key: str) -> NDArray[Any]:

@@ -11,7 +11,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -21,6 +22,7 @@ from guimem.envs.base import Env, Transition
 from guimem.llm import LLMClient
 from guimem.memory.base import RecallQuery, RoundLog, StoredRounds
 from guimem.memory.generalise import state_text, template_key
+from guimem.memory.indexcache import IndexCache
 from guimem.memory.kit import MemoryKit
 from guimem.memory.program import can_start, execute, record_use
 from guimem.memory.ranking import mmr, tau_for
@@ -60,6 +62,7 @@ from guimem.types import (
     Trajectory,
     shorten,
 )
+from guimem.vectors.exact import ExactIndex
 
 KIND_CAPS = {"procedure": 1, "warning": 1, "skill": 2, "edge": 2}
 
@@ -71,6 +74,11 @@ def failed_text(behaviour: Behaviour, effect: str) -> str:
     lead = f" after {len(before)} earlier step{'s' if len(before) > 1 else ''} from this screen" if before else ""
     return f"[FAILED] {last.describe()}{lead} -> {shorten(effect, 80)}"
 
+
+
+def text_key(text: str, role: EmbedRole) -> str:
+    """A text's key in the stack's vector cache."""
+    return hashlib.sha1(f"{role.value}\x00{text}".encode()).hexdigest()[:24]
 
 class _Screen:
     """The current screen's embedding, computed on first use."""
@@ -169,19 +177,61 @@ class StackMemory(AdmissionMembers, StoredRounds):
         self.rounds = RoundLog(kit.store, kit.namespace)
         self.tau = tau_for(kit.embedder.name)
         self._vectors: dict[str, NDArray[np.float32]] = {}
+        self.cache = IndexCache(kit)
+        self._states: dict[str, NDArray[np.float32]] = {}  # edges' screens, by state text
+        # vectors of texts already embedded, by a hash of the text: valid whatever the store did since
+        self._texts: dict[str, NDArray[np.float32]] = {}
+        cached = ExactIndex(kit.embedder.dim)
+        if self.cache.open_index("texts", cached, revision=False) is not None:
+            ids, matrix = cached.arrays()
+            self._texts = {i: matrix[row] for row, i in enumerate(ids)}
+        self._unsaved = False
         self._warm()
+        self._save_cache()
+
+    def _embed(self, texts: list[str], role: EmbedRole) -> list[NDArray[np.float32]]:
+        """Vectors of ``texts``: from the text cache, the rest embedded in one batch."""
+        keys = [text_key(t, role) for t in texts]
+        todo = sorted({(k, t) for k, t in zip(keys, texts, strict=True) if k not in self._texts})
+        if todo:
+            fresh = self.kit.embedder.embed([t for _, t in todo], role)
+            self._texts.update({k: v for (k, _), v in zip(todo, fresh, strict=True)})
+            self._unsaved = True
+        return [self._texts[k] for k in keys]
 
     def _warm(self) -> None:
-        """Embed every recallable item's text and every edge's screen in two batches, when the memory
-        opens and after each boundary, so that recall never embeds an item one at a time."""
+        """Vectors of every recallable item's text and every edge's screen, when the memory opens and
+        after each boundary (embedded once, in batches, and kept in the index cache between opens), so
+        that recall never embeds an item."""
         live = [(i, it) for i, (it, st) in self.lifecycle.entries.items()
                 if st in (ItemStatus.ADMITTED, *UNDER_TEST) and i not in self._vectors]
         if live:
-            vectors = self.kit.embedder.embed([it.content for _, it in live], EmbedRole.PASSAGE)
+            vectors = self._embed([it.content for _, it in live], EmbedRole.PASSAGE)
             self._vectors.update({i: v for (i, _), v in zip(live, vectors, strict=True)})
-        states = sorted({it.applicability.state for _, it in live if it.kind == "edge" and it.applicability.state})
-        if states:
-            self.kit.embedder.embed(states)  # into the embedder's cache, read by `_fits_screen`
+        states = sorted({it.applicability.state for _, it in live if it.kind == "edge" and it.applicability.state}
+                        - set(self._states))
+        if states:  # read by `_fits_screen`
+            self._states.update(zip(states, self._embed(states, EmbedRole.QUERY), strict=True))
+
+    def _save_cache(self) -> None:
+        """Persist the text vectors embedded since the last save."""
+        if not self._unsaved or not self.cache.enabled:
+            return
+        index = ExactIndex(self.kit.embedder.dim)
+        if self._texts:
+            index.add(list(self._texts), np.stack(list(self._texts.values())))
+        self.cache.save_index("texts", index, revision=False)
+        self._unsaved = False
+
+    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
+        """Learn and consolidate the round in one transaction, then refresh the index cache."""
+        super().commit_round(round_index, trajectories)
+        self._save_cache()
+
+    def close(self) -> None:
+        """Refresh the index cache if this process embedded new items, then close the store."""
+        self._save_cache()
+        super().close()
 
     def end_round(self) -> None:
         """Gate decisions, merges, the next round; then embed the new items."""
@@ -205,7 +255,10 @@ class StackMemory(AdmissionMembers, StoredRounds):
             return can_start(item.program, query.task.params, query.observation)
         if item.kind != "edge" or item.applicability.state == state:
             return True
-        return cosine(here(), self.kit.embed_text(item.applicability.state)) >= self.tau
+        vec = self._states.get(item.applicability.state)
+        if vec is None:
+            vec = self._states[item.applicability.state] = self.kit.embed_text(item.applicability.state)
+        return cosine(here(), vec) >= self.tau
 
     def _eligible(self, query: RecallQuery, here: _Screen
                   ) -> tuple[list[tuple[str, KnowledgeItem, bool]], list[str]]:
