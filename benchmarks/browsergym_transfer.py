@@ -28,6 +28,7 @@ from guimem.envs.browsergym import BrowserGymEnv
 from guimem.harness.episode import EpisodeSettings, run_episode
 from guimem.harness.metrics import summarise
 from guimem.harness.runfiles import RunDir
+from guimem.memory.base import SkillRunner
 from guimem.memory.factory import open_memory
 from guimem.settings import GuimemSettings
 from guimem.tasks import load_suite
@@ -62,7 +63,8 @@ def _transfer(source: RunDir, rounds: int) -> dict[str, tuple[int, int, int]]:
                 wins = shown = 0
                 for entry in suite.tasks:
                     task = entry.to_task("browsergym")
-                    traj = run_episode(env, ExplorerPolicy(), task, memory=memory,
+                    runner = memory.run_skill if isinstance(memory, SkillRunner) else None
+                    traj = run_episode(env, ExplorerPolicy(), task, memory=memory, skill_runner=runner,
                                        settings=EpisodeSettings(max_steps=entry.max_steps or 8), round_index=rounds)
                     wins += traj.outcome.success
                     shown += any(s.injection.items for s in traj.steps)

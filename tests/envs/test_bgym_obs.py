@@ -145,3 +145,18 @@ def test_hostile_texts_are_capped_and_bids_are_checked() -> None:
     out = parse_observation(obs, app="miniwob").observation
     assert all(len(e.text) <= 120 for e in out.elements)
     assert all("'" not in e.ref for e in out.elements)
+
+
+def test_a_browsergym_suite_is_checked_against_miniwobs_tasks() -> None:
+    from guimem.errors import SuiteError
+    from guimem.tasks import load_suite
+    from guimem.tasks.suites import Suite, SuiteEntry, check_suite_tasks
+
+    shipped = load_suite("bgym-miniwob")
+    assert shipped.env == "browsergym" and len(shipped.tasks) == len(load_suite("demo").tasks)
+    check_suite_tasks(shipped, "browsergym")
+    bad = Suite(name="x", env="browsergym", tasks=(SuiteEntry(task="miniwob.click-tset-2"),
+                                                   SuiteEntry(task="webarena.310")))
+    with pytest.raises(SuiteError, match="click-tset-2"):
+        check_suite_tasks(bad, "browsergym")
+    check_suite_tasks(Suite(name="y", env="browsergym", tasks=(SuiteEntry(task="webarena.310"),)), "browsergym")
