@@ -29,7 +29,7 @@ def test_bucketed_candidates_equal_a_scan(kit):
     for i in range(400):
         scope = rng.choice(list(Scope))
         items[f"id{i}"] = (_item(i, scope, f"t{rng.randrange(6)}", f"app{rng.randrange(2)}"), rng.choice(statuses))
-    lifecycle._items = items
+    lifecycle._loaded = items
     lifecycle._buckets = None
     for t in range(6):
         for a in range(2):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from guimem.memory.base import RecallQuery
 from guimem.memory.graph import GraphMemory
 from guimem.memory.indexcache import IndexCache
 from guimem.memory.settings import GraphSettings, Structure
@@ -155,3 +156,72 @@ def test_the_stack_embeds_its_items_once_across_opens(kit, tmp_path):
     assert not seen, "no item text or screen embedded again at open"
     assert fresh_embedder.misses == 0
     assert [(i.id, i.text) for i in again.recall(query()).items] == expected
+
+
+def _steer_rounds(kit):
+    from guimem.memory.steer.memory import SteerMemory
+
+    steer = SteerMemory(kit)
+    for r in range(1):  # after one round its items are under test: shown or withheld by slot
+        trajs = [episode([USER, PASS, LOGIN], seed=10 * r + 1, memory=steer, round_index=r, slot=0),
+                 episode([USER, CANCEL], seed=10 * r + 2, memory=steer, round_index=r, slot=1)]
+        steer.commit_round(r, trajs)
+    return steer
+
+
+def test_steer_opens_from_the_cache_without_reading_every_item(kit, tmp_path):
+    from guimem.memory.steer.memory import SteerMemory
+
+    kit = _cached(kit, tmp_path)
+    steer = _steer_rounds(kit)
+    def seen(memory):  # what recall decided for every slot: shown items and withheld controls
+        out = []
+        for slot in range(4):
+            inj = memory.recall(RecallQuery(task=query().task, observation=query().observation, slot=slot))
+            out.append(([(i.id, i.text, i.trial) for i in inj.items], inj.withheld, inj.abstained))
+        return out
+
+    expected = seen(steer)
+    assert any(items or withheld for items, withheld, _ in expected), "something fits the form task"
+    again = SteerMemory(kit)
+    assert not again.lifecycle.loaded, "opened from the cache"
+    assert seen(again) == expected
+    assert not again.lifecycle.loaded, "recall read only its task's items"
+    assert again.stats() == steer.stats()
+    other_task = RecallQuery(task=query().task.model_copy(update={"id": "another"}), observation=query().observation)
+    assert again.recall(other_task).abstained and not again.lifecycle.loaded
+
+
+def test_steer_with_a_stale_cache_reads_the_store(kit, tmp_path):
+    from guimem.memory.steer.memory import SteerMemory
+
+    kit = _cached(kit, tmp_path)
+    steer = _steer_rounds(kit)
+    steer.lifecycle.set_status(next(iter(steer.items())), "rejected", "test")  # a write the cache never saw
+    again = SteerMemory(kit)
+    assert again.lifecycle.loaded and again.stats() == steer.stats()
+
+
+def test_skills_open_from_the_cache_and_read_bodies_on_demand(kit, tmp_path):
+    from guimem.memory.settings import SkillSettings
+    from guimem.memory.skills.library import SkillMemory
+    from guimem.testing import FormEnv
+
+    kit = _cached(kit, tmp_path)
+    settings = SkillSettings(match_state=False)
+    skills = SkillMemory(kit, settings, env_factory=FormEnv)
+    skills.learn(episode([USER, PASS, LOGIN], seed=1))
+    skills.commit_round(0, [])
+    expected = [(i.id, i.name, i.text) for i in skills.recall(query()).items]
+    assert expected, "a verified skill is recalled"
+    again = SkillMemory(kit, settings, env_factory=FormEnv)
+    assert again._names is not None and not again._bodies, "opened from the cache, no body read"
+    assert [(i.id, i.name, i.text) for i in again.recall(query()).items] == expected
+    assert again.stats() == skills.stats()
+    name = expected[0][1]
+    from guimem.types import Action, ActionKind
+
+    env = FormEnv()
+    obs = env.reset(query().task)
+    _, performed = again.run_skill(env, Action(kind=ActionKind.RUN_SKILL, skill=name), env.task, obs)
+    assert performed, "a skill known only by its cached name still runs"

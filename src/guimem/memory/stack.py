@@ -186,7 +186,8 @@ class StackMemory(AdmissionMembers, StoredRounds):
             ids, matrix = cached.arrays()
             self._texts = {i: matrix[row] for row, i in enumerate(ids)}
         self._unsaved = False
-        self._warm()
+        if self.lifecycle.loaded:  # opened from the index cache: items (and their vectors) are read on demand
+            self._warm()
         self._save_cache()
 
     def _embed(self, texts: list[str], role: EmbedRole) -> list[NDArray[np.float32]]:
@@ -246,7 +247,7 @@ class StackMemory(AdmissionMembers, StoredRounds):
 
     def _vector(self, item_id: str, item: KnowledgeItem) -> NDArray[np.float32]:
         if item_id not in self._vectors:
-            self._vectors[item_id] = self.kit.embed_text(item.content, EmbedRole.PASSAGE)
+            self._vectors[item_id] = self._embed([item.content], EmbedRole.PASSAGE)[0]
         return self._vectors[item_id]
 
     def _fits_screen(self, item: KnowledgeItem, query: RecallQuery, state: str, here: _Screen) -> bool:
@@ -257,7 +258,8 @@ class StackMemory(AdmissionMembers, StoredRounds):
             return True
         vec = self._states.get(item.applicability.state)
         if vec is None:
-            vec = self._states[item.applicability.state] = self.kit.embed_text(item.applicability.state)
+            vec = self._states[item.applicability.state] = self._embed([item.applicability.state],
+                                                                        EmbedRole.QUERY)[0]
         return cosine(here(), vec) >= self.tau
 
     def _eligible(self, query: RecallQuery, here: _Screen
@@ -283,9 +285,9 @@ class StackMemory(AdmissionMembers, StoredRounds):
         here = _Screen(self.kit, query)
         eligible, withheld = self._eligible(query, here)
         if not eligible:
-            entries = self.lifecycle.entries
-            note = "no compatible knowledge" if entries else "memory is empty"
-            return Injection(method=self.name, abstained=bool(entries), note=note, withheld=tuple(withheld))
+            has_items = self.lifecycle.has_items
+            note = "no compatible knowledge" if has_items else "memory is empty"
+            return Injection(method=self.name, abstained=has_items, note=note, withheld=tuple(withheld))
         alpha = self.spec.skills.alpha
         q = alpha * here() + (1 - alpha) * self.kit.embed_text(query.task.goal)
         vectors = np.stack([self._vector(i, it) for i, it, _ in eligible])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import numpy as np
@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from guimem.embeddings import EmbedRole
 from guimem.envs.base import Env, Transition
 from guimem.memory.base import LearnReport, RecallQuery, RoundBuffer, RoundLog, StoredRounds
+from guimem.memory.indexcache import IndexCache
 from guimem.memory.kit import MemoryKit
 from guimem.memory.program import SkillProgram, can_start, execute, record_use
 from guimem.memory.ranking import mmr
@@ -81,8 +82,93 @@ class SkillMemory(StoredRounds):
         self.rounds = RoundLog(kit.store, kit.namespace)
         self.buffer = RoundBuffer()
         self.table = ItemTable(kit, ItemKind.SKILL, SkillBody)
+        self.cache = IndexCache(kit)
+        self._names: dict[str, str] | None = None  # name -> id, when opened from the index cache
+        self._counts: dict[str, int] = {}
+        self._dirty = False
+        if not self._open_cached():
+            self._load()
+            self._save_cache()
+
+    def _load(self) -> None:
+        """Read every skill from the store (the index rebuilt in one batch)."""
+        self._index = create_index(self.kit.vector_index, self.kit.embedder.dim)
+        self._names = None
+        ids, vecs = [], []
         for rec, skill in self.table.load():
-            self._remember(rec.id, skill, rec.status, rec.vector_array())
+            vec = rec.vector_array()
+            self._remember(rec.id, skill, rec.status, None)
+            if vec is not None:
+                self._vectors[rec.id] = vec
+                if self._recallable(rec.status):
+                    ids.append(rec.id)
+                    vecs.append(vec)
+        if ids:
+            self._index.add(ids, np.stack(vecs))
+        self._dirty = True
+
+    def _open_cached(self) -> bool:
+        """Open from the index cache: the recallable skills' vectors and their names; bodies are read
+        from the store when recall or a run needs them."""
+        extras = self.cache.open_index("skills", self._index)
+        found = self.cache.load("skills") if extras is not None else None
+        if extras is None or found is None:
+            self._index = create_index(self.kit.vector_index, self.kit.embedder.dim)
+            return False
+        names = IndexCache.array(found[0], "names").tolist()
+        ids = IndexCache.array(found[0], "ids").tolist()
+        self._names = dict(zip((str(n) for n in names), (str(i) for i in ids), strict=True))
+        self._counts = {str(k): int(v) for k, v in extras.get("counts", {}).items()}
+        return True
+
+    def _save_cache(self) -> None:
+        if not self._dirty or not self.cache.enabled or self._names is not None:
+            return
+        names = sorted(self._skills)
+        arrays = {"names": np.asarray(names, dtype=str) if names else np.zeros(0, dtype="<U1"),
+                  "ids": np.asarray([self._skills[n][0] for n in names], dtype=str) if names
+                  else np.zeros(0, dtype="<U1")}
+        self.cache.save_index("skills", self._index, arrays, {"counts": self.stats()})
+        self._dirty = False
+
+    def _ensure_loaded(self) -> None:
+        if self._names is not None:
+            self._load()
+
+    def _fetch(self, skill_id: str) -> SkillBody:
+        rec, body = self.table.get(skill_id)
+        self._bodies[skill_id] = body
+        vec = rec.vector_array()
+        if vec is not None:
+            self._vectors[skill_id] = vec
+        return body
+
+    def _body(self, skill_id: str) -> SkillBody:
+        body = self._bodies.get(skill_id)
+        return body if body is not None else self._fetch(skill_id)
+
+    def _vector(self, skill_id: str) -> NDArray[np.float32]:
+        if skill_id not in self._vectors:
+            self._fetch(skill_id)
+        return self._vectors[skill_id]
+
+    def _skill(self, name: str) -> tuple[str, SkillBody, str] | None:
+        entry = self._skills.get(name)
+        if entry is None and self._names is not None and name in self._names:
+            skill_id = self._names[name]
+            rec, body = self.table.get(skill_id)
+            entry = (skill_id, body, rec.status)
+        return entry
+
+    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
+        """Learn and consolidate the round in one transaction, then refresh the index cache."""
+        super().commit_round(round_index, trajectories)
+        self._save_cache()
+
+    def close(self) -> None:
+        """Refresh the index cache if this process changed the skills, then close the store."""
+        self._save_cache()
+        super().close()
 
     @property
     def name(self) -> str:
@@ -148,18 +234,18 @@ class SkillMemory(StoredRounds):
         pool = self._index.search(combined, max(3 * self.settings.k, self.settings.pool_min) + (
             len(self._index) if self.settings.exclude_source_task else 0))
         if self.settings.exclude_source_task:
-            pool = [h for h in pool if self._bodies[h.id].source.task != query.task.id]
+            pool = [h for h in pool if self._body(h.id).source.task != query.task.id]
             pool = pool[: max(3 * self.settings.k, self.settings.pool_min)]
             if not pool:
                 return Injection(method=self.name)
         if self.settings.match_state:
-            pool = [h for h in pool if self._starts_here(self._bodies[h.id], query)]
+            pool = [h for h in pool if self._starts_here(self._body(h.id), query)]
             if not pool:
                 return Injection(method=self.name, note="no skill starts on this screen")
-        vectors = np.stack([self._vectors[h.id] for h in pool])
+        vectors = np.stack([self._vector(h.id) for h in pool])
         scores = np.array([h.score for h in pool], dtype=np.float32)
         picked = mmr(scores, vectors, self.settings.k, self.settings.mmr_lambda)
-        items = [self._item(pool[i].id, self._bodies[pool[i].id], float(scores[i])) for i in picked]
+        items = [self._item(pool[i].id, self._body(pool[i].id), float(scores[i])) for i in picked]
         for item in items:
             self._shown[item.id] = self._shown.get(item.id, 0) + 1
         return self.kit.injection(self.name, "Skills you can call with run_skill(name, args):", items)
@@ -177,7 +263,7 @@ class SkillMemory(StoredRounds):
     def run_skill(self, env: Env, action: Action, task: Task, observation: Observation
                   ) -> tuple[Transition, tuple[Action, ...]]:
         """Execute a recalled skill (the harness's skill runner); each run is logged as a use."""
-        entry = self._skills.get(action.skill or "")
+        entry = self._skill(action.skill or "")
         if entry is None:
             err = ActionError(code=ActionErrorCode.SKILL_FAILED, message=f"no skill named {action.skill!r}",
                               action=action.describe())
@@ -199,6 +285,8 @@ class SkillMemory(StoredRounds):
 
     def end_round(self) -> None:
         """Induce skills from the round's episodes, then log how often each skill was shown this round."""
+        self._ensure_loaded()
+        self._dirty = True
         with self.kit.store.transaction():
             for trajectory in self.buffer.drain():
                 self._apply(trajectory)
@@ -208,6 +296,8 @@ class SkillMemory(StoredRounds):
 
     def stats(self) -> dict[str, int]:
         """Skills by status."""
+        if self._names is not None:
+            return dict(self._counts)
         out: dict[str, int] = {}
         for _, _, status in self._skills.values():
             out[status] = out.get(status, 0) + 1

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from types import MappingProxyType
 
+import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
 from guimem.errors import DataError, NotFoundError
 from guimem.memory.base import LearnReport
+from guimem.memory.indexcache import IndexCache
 from guimem.memory.kit import MemoryKit
 from guimem.memory.settings import AdmissionRules, GateSettings
 from guimem.memory.steer.items import (
@@ -70,14 +73,19 @@ class Admission:
         self.proposer = proposer
         self.rules = rules
         self.round = int(kit.store.meta_get(f"{kit.namespace}.round") or 0)
-        self._items: dict[str, Entry] = {}
+        self._loaded: dict[str, Entry] | None = None  # every item; None until something needs them all
+        self._fetched: dict[str, Entry] = {}  # items read one by one for recall while _loaded is None
+        self._counts: dict[str, int] = {}
+        self.cache = IndexCache(kit)
         self._proposals: list[KnowledgeItem] = []
         self._evidence: dict[str, list[TrialRecord]] = {}
         self._outcomes: list[TrialRecord] = []
         self.history: dict[str, list[TrialRecord]] = self._load_history() if rules else {}
         self.table = ItemTable(kit, ItemKind.KNOWLEDGE, KnowledgeItem)
         self._buckets: dict[tuple[str, str], list[tuple[int, str]]] | None = None
-        self._load()
+        if not self._open_cached():
+            self._load()
+            self.save_cache()
 
     @property
     def _history_key(self) -> str:
@@ -111,9 +119,78 @@ class Admission:
         """The round's snapshot, id → (item, status), read-only and not copied."""
         return MappingProxyType(self._items)
 
+    @property
+    def loaded(self) -> bool:
+        """Whether every item is in memory (False after an open from the index cache, until needed)."""
+        return self._loaded is not None
+
+    @property
+    def has_items(self) -> bool:
+        """Whether the memory holds any item (of any status), without reading them all."""
+        if self._loaded is None:
+            return sum(self._counts.values()) > 0
+        return bool(self._loaded)
+
+    @property
+    def _items(self) -> dict[str, Entry]:
+        """Every item (read from the store on first need)."""
+        if self._loaded is None:
+            self._load()
+        assert self._loaded is not None
+        return self._loaded
+
     def _load(self) -> None:
-        self._items = {rec.id: (item, ItemStatus(rec.status)) for rec, item in self.table.load()}
+        self._loaded = {rec.id: (item, ItemStatus(rec.status)) for rec, item in self.table.load()}
+        self._fetched = {}
         self._buckets = None
+
+    def _open_cached(self) -> bool:
+        """Open from the index cache (which items may be shown and their scope buckets), reading no item
+        body until recall needs it; False when the cache does not match the store."""
+        found = self.cache.load("knowledge")
+        if found is None:
+            return False
+        folder, extras = found
+        try:
+            ids = IndexCache.array(folder, "live_ids").tolist()
+            keys = IndexCache.array(folder, "live_keys").tolist()
+        except (OSError, ValueError):
+            return False
+        if len(ids) != len(keys):
+            return False
+        self._buckets = {}
+        for position, (item_id, key) in enumerate(zip(ids, keys, strict=True)):
+            kind, _, value = str(key).partition("\x00")
+            self._buckets.setdefault((kind, value), []).append((position, str(item_id)))
+        self._counts = {str(k): int(v) for k, v in extras.get("counts", {}).items()}
+        return True
+
+    def save_cache(self) -> None:
+        """Write the cache of live items and their buckets (after a committed round, or at open)."""
+        if self._loaded is None or not self.cache.enabled:
+            return  # opened from a valid cache and nothing reloaded since: it is still valid
+        live = [(i, _bucket(it)) for i, (it, st) in self._loaded.items() if st in (ItemStatus.ADMITTED, *UNDER_TEST)]
+        arrays = {"live_ids": np.asarray([i for i, _ in live], dtype=str) if live else np.zeros(0, dtype="<U1"),
+                  "live_keys": np.asarray([f"{k}\x00{v}" for _, (k, v) in live], dtype=str) if live
+                  else np.zeros(0, dtype="<U1")}
+
+        def write(folder: Path) -> None:
+            for name, array in arrays.items():
+                np.save(folder / f"{name}.npy", array)
+        self.cache.save("knowledge", write, {"counts": self.stats()})
+
+    def _entry(self, item_id: str) -> Entry | None:
+        """One item (without reading them all when the memory opened from the cache)."""
+        if self._loaded is not None:
+            return self._loaded.get(item_id)
+        entry = self._fetched.get(item_id)
+        if entry is None:
+            try:
+                rec, item = self.table.get(item_id)
+            except NotFoundError:
+                return None
+            entry = self._fetched[item_id] = (item, ItemStatus(rec.status))
+        return entry
 
     def live_for(self, task: Task) -> list[tuple[str, KnowledgeItem, ItemStatus]]:
         """Items that may be shown (admitted or under test) and whose scope can fit ``task``, in entry
@@ -126,7 +203,12 @@ class Admission:
                     self._buckets.setdefault(_bucket(item), []).append((position, item_id))
         found = sorted([*self._buckets.get(("task", task.id), ()), *self._buckets.get(("app", task.app), ()),
                         *self._buckets.get(("global", ""), ())])
-        return [(item_id, *self._items[item_id]) for _, item_id in found]
+        out = []
+        for _, item_id in found:
+            entry = self._entry(item_id)
+            if entry is not None:
+                out.append((item_id, *entry))
+        return out
 
     def observe(self, trajectory: Trajectory) -> LearnReport:
         """Record trial/control evidence from the episode's trace and queue its proposals."""
@@ -139,7 +221,7 @@ class Admission:
                                               score=1.0 if trajectory.outcome.success else 0.0, historical=True))
         with self.kit.store.transaction():
             for item_id, arm in [(i, "trial") for i in injected] + [(i, "control") for i in withheld]:
-                entry = self._items.get(item_id)
+                entry = self._entry(item_id)
                 if entry is None or entry[1] not in judged:
                     continue
                 rec = record(entry[0], trajectory, arm, self.round)  # type: ignore[arg-type]
@@ -263,6 +345,8 @@ class Admission:
 
     def stats(self) -> dict[str, int]:
         """Items by status."""
+        if self._loaded is None and self._counts:
+            return dict(self._counts)
         out: dict[str, int] = {}
         for _, status in self._items.values():
             out[status.value] = out.get(status.value, 0) + 1
@@ -298,3 +382,8 @@ class AdmissionMembers:
     def stats(self) -> dict[str, int]:
         """Items by status."""
         return self.lifecycle.stats()
+
+    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
+        """Learn and consolidate the round in one transaction, then refresh the index cache."""
+        super().commit_round(round_index, trajectories)  # type: ignore[misc]
+        self.lifecycle.save_cache()

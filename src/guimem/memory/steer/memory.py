@@ -108,7 +108,6 @@ class SteerMemory(AdmissionMembers, StoredRounds):
         """At most one procedure and one warning that fit; nothing (recorded) when nothing fits."""
         contract = self.contract(query.task)
         state = state_text(query.observation, query.task)
-        entries = self.lifecycle.entries
         fitting = [(i, it, st) for i, it, st in self.lifecycle.live_for(query.task)
                    if compatible(it, query.task, contract, state, self.settings.exclude_source_task)]
         chosen: list[InjectedItem] = []
@@ -125,8 +124,9 @@ class SteerMemory(AdmissionMembers, StoredRounds):
             if trial:
                 chosen.append(item_view(*trial[0], trial=True))
         if not chosen:
-            note = "no compatible knowledge" if entries else "memory is empty"
-            return Injection(method=self.name, abstained=bool(entries), note=note, withheld=tuple(withheld))
+            has_items = self.lifecycle.has_items
+            note = "no compatible knowledge" if has_items else "memory is empty"
+            return Injection(method=self.name, abstained=has_items, note=note, withheld=tuple(withheld))
         return self.kit.injection(self.name, "Verified knowledge for this task:", chosen, withheld=tuple(withheld))
 
 
