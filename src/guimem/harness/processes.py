@@ -53,11 +53,22 @@ def _signal(pids: list[int], sig: signal.Signals) -> None:
             continue
 
 
-def stop_descendants(grace_s: float = 10.0) -> int:
-    """SIGTERM every descendant, wait up to ``grace_s``, then SIGKILL what is left; returns how many there were."""
-    pids = descendants()
-    if not pids:
-        return 0
+def stop_descendants(grace_s: float = 10.0, passes: int = 5) -> int:
+    """SIGTERM every descendant, wait up to ``grace_s``, then SIGKILL what is left; returns how many there were.
+
+    Repeated while descendants remain (up to ``passes`` times): a process started while the first pass
+    ran — a pool replacing a worker that just exited, a worker launching a browser — is caught by the next.
+    """
+    total = 0
+    for _ in range(passes):
+        pids = descendants()
+        if not pids:
+            break
+        total += _stop(pids, grace_s)
+    return total
+
+
+def _stop(pids: list[int], grace_s: float) -> int:
     _signal(pids, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
