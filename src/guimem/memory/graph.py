@@ -112,8 +112,9 @@ class GraphMemory(StoredRounds):
     def _load(self) -> None:
         """Open from the index cache when it matches the store (vectors memory-mapped, adjacency as
         arrays, edge bodies read on demand); otherwise read the store and write the cache."""
+        flat = self.settings.structure is Structure.FLAT  # only the flat ablation searches edges by source
         extras = self.cache.open_index("nodes", self._nodes)
-        if extras is not None and self.cache.open_index("edge-sources", self._edge_sources) is not None:
+        if extras is not None and (not flat or self.cache.open_index("edge-sources", self._edge_sources) is not None):
             found = self.cache.load("nodes")
             if found is not None:
                 folder = found[0]
@@ -134,7 +135,7 @@ class GraphMemory(StoredRounds):
         edge_ids, edge_vecs = [], []
         for rec, edge in self.edges.load(["active"]):
             self._index_edge(rec.id, edge)
-            vec = rec.vector_array()
+            vec = rec.vector_array() if flat else None
             if vec is not None:
                 edge_ids.append(rec.id)
                 edge_vecs.append(vec)
@@ -160,7 +161,8 @@ class GraphMemory(StoredRounds):
         arrays = {"adj_nodes": np.asarray(order, dtype=str) if order else np.zeros(0, dtype="<U1"),
                   "adj_offsets": offsets_list,
                   "adj_edges": np.asarray(flat, dtype=str) if flat else np.zeros(0, dtype="<U1")}
-        self.cache.save_index("edge-sources", self._edge_sources)
+        if self.settings.structure is Structure.FLAT:
+            self.cache.save_index("edge-sources", self._edge_sources)
         self.cache.save_index("nodes", self._nodes, arrays, {"counts": self._counts})
         self._dirty = False
 
@@ -168,7 +170,7 @@ class GraphMemory(StoredRounds):
         self._remember(edge_id, body)
         self._out.setdefault(body.source, []).append(edge_id)
         self._counts[body.success] = self._counts.get(body.success, 0) + 1
-        if source_vec is not None:
+        if source_vec is not None and self.settings.structure is Structure.FLAT:
             self._edge_sources.add([edge_id], source_vec[None, :])
 
     def _remember(self, edge_id: str, body: EdgeBody) -> None:
