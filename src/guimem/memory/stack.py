@@ -179,12 +179,11 @@ class StackMemory(AdmissionMembers, StoredRounds):
         self._vectors: dict[str, NDArray[np.float32]] = {}
         self.cache = IndexCache(kit)
         self._states: dict[str, NDArray[np.float32]] = {}  # edges' screens, by state text
-        # vectors of texts already embedded, by a hash of the text: valid whatever the store did since
-        self._texts: dict[str, NDArray[np.float32]] = {}
-        cached = ExactIndex(kit.embedder.dim)
-        if self.cache.open_index("texts", cached, revision=False) is not None:
-            ids, matrix = cached.arrays()
-            self._texts = {i: matrix[row] for row, i in enumerate(ids)}
+        # vectors of texts already embedded, by a hash of the text (valid whatever the store did since),
+        # memory-mapped from the index cache and looked up one by one
+        self._texts = ExactIndex(kit.embedder.dim)
+        if self.cache.open_index("texts", self._texts, revision=False) is None:
+            self._texts = ExactIndex(kit.embedder.dim)
         self._unsaved = False
         if self.lifecycle.loaded:  # opened from the index cache: items (and their vectors) are read on demand
             self._warm()
@@ -195,10 +194,10 @@ class StackMemory(AdmissionMembers, StoredRounds):
         keys = [text_key(t, role) for t in texts]
         todo = sorted({(k, t) for k, t in zip(keys, texts, strict=True) if k not in self._texts})
         if todo:
-            fresh = self.kit.embedder.embed([t for _, t in todo], role)
-            self._texts.update({k: v for (k, _), v in zip(todo, fresh, strict=True)})
+            self._texts.add([k for k, _ in todo], self.kit.embedder.embed([t for _, t in todo], role))
             self._unsaved = True
-        return [self._texts[k] for k in keys]
+        out = [self._texts.get(k) for k in keys]
+        return [v for v in out if v is not None]
 
     def _warm(self) -> None:
         """Vectors of every recallable item's text and every edge's screen, when the memory opens and
@@ -218,10 +217,7 @@ class StackMemory(AdmissionMembers, StoredRounds):
         """Persist the text vectors embedded since the last save."""
         if not self._unsaved or not self.cache.enabled:
             return
-        index = ExactIndex(self.kit.embedder.dim)
-        if self._texts:
-            index.add(list(self._texts), np.stack(list(self._texts.values())))
-        self.cache.save_index("texts", index, revision=False)
+        self.cache.save_index("texts", self._texts, revision=False)
         self._unsaved = False
 
     def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:

@@ -91,6 +91,11 @@ class ExactIndex:
         top = top[np.argsort(-scores[top], kind="stable")]
         return [Hit(self._ids[i], float(scores[i])) for i in top]
 
+    def get(self, ident: str) -> NDArray[np.float32] | None:
+        """The vector stored under ``ident`` (a read-only view), or None."""
+        row = self._rows.get(ident)
+        return None if row is None else self._matrix[row]
+
     def arrays(self) -> tuple[list[str], NDArray[np.float32]]:
         """The ids and their vectors, row by row (a view, not a copy)."""
         return list(self._ids), self._matrix[: self._n]
