@@ -80,3 +80,15 @@ def test_openai_embedder_against_a_real_local_server():
 def test_factory_builds_a_cached_hashing_embedder():
     emb = create_embedder(EmbedderSettings(name="hashing", dim=16))
     assert emb.dim == 16 and emb.name == "hashing:16"
+
+
+def test_a_process_embedding_with_e5_keeps_numpys_blas_on_one_thread():
+    """OpenBLAS threads spinning after a vector search slowed the next e5 embedding 2x on 2 cores
+    (benchmarks/recall_end_to_end.py); loading e5 limits BLAS to one thread."""
+    from threadpoolctl import threadpool_info
+
+    from guimem.embeddings.e5 import E5Embedder
+
+    E5Embedder().embed(["load the model"])
+    blas = [p for p in threadpool_info() if p["user_api"] == "blas"]
+    assert blas and all(p["num_threads"] == 1 for p in blas)

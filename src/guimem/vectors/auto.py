@@ -1,7 +1,11 @@
 """Exact search while it is the faster one; HNSW once an index outgrows it (chosen by size, automatically).
 
-The switch point and the HNSW parameters per size come from ``benchmarks/recall_end_to_end.py`` on
-this project's machine (exact NumPy search over 384-d float32 vs usearch HNSW at recall@10 ≥ 0.95).
+Measured with ``benchmarks/recall_end_to_end.py`` on this project's machine (2 cores), 384-d vectors built
+from real e5 embeddings of screen and goal texts: exact NumPy top-10 takes 1.6 ms at 50k vectors and
+3.6 ms at 100k; HNSW (connectivity 16, expansion_add 128) builds in 8 s / 23 s and answers in 0.26 ms /
+0.37 ms at recall@10 0.983 / 0.967 with expansion_search 64. Exact search passes 2 ms near 60k vectors,
+so the switch is at 50k. The parameters above 200k vectors are not measured yet (a 1M build did not
+finish in the time the benchmark had).
 """
 
 from __future__ import annotations
