@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import shutil
 import subprocess
 import sys
@@ -102,8 +101,10 @@ def build_store(method: str, size: int) -> Path:
     source = SQLiteStore(templates() / "memory" / f"{method}.sqlite")
     rng = np.random.default_rng(7)
     real = sorted({json.loads(x)["task"]["id"] for x in screens().read_text().splitlines()})
-    # every task of the default suite holds 50 items (a well-used memory); the rest spread over 1,000 others
-    tasks = [t for t in real for _ in range(50)] + [f"task-{i:04d}" for i in range(1000)]
+    # every task of the default suite holds 50 items (a well-used memory); the rest spread over other tasks
+    # (1,000 items per task: 100 tasks at 100k, 1,000 at 1M)
+    tasks = [t for t in real for _ in range(50)]
+    tasks += [f"task-{i // 1000:04d}" for i in range(max(0, size - len(tasks)))]
     tmp = path.with_suffix(".tmp")
     tmp.unlink(missing_ok=True)
     store = SQLiteStore(tmp)
@@ -123,7 +124,7 @@ def build_store(method: str, size: int) -> Path:
             for j in range(size):
                 t = json.loads(edges[j % len(edges)].body)
                 src = int(rng.integers(n_nodes))
-                t.update(source=f"n{src}", target=f"n{int(rng.integers(n_nodes))}", task=tasks[j % len(tasks)],
+                t.update(source=f"n{src}", target=f"n{int(rng.integers(n_nodes))}", task=tasks[j],
                          text=f"{t['text']} #{j}")
                 store.put(Record(f"e{j}", "edge", method, "active", json.dumps(t), vecs[src].tobytes()))
         else:
@@ -139,7 +140,7 @@ def build_store(method: str, size: int) -> Path:
                                 description=f"{body['description']} (variant {j})")
                     vec = _unit(rng, base, 1, 0.6)[0].tobytes()
                 else:
-                    body["applicability"]["task"] = tasks[j % len(tasks)]
+                    body["applicability"]["task"] = tasks[j]
                     body.update(key=f"{body['key']}#{j}", content=f"{body['content']} (variant {j})")
                 store.put(Record(f"{t.id}-{j}", kind, method, t.status, json.dumps(body), vec))
     store.close()
@@ -164,14 +165,14 @@ def child(method: str, store_path: str, queries: int, cache_dir: str | None) -> 
     trajs = [Trajectory.model_validate_json(x) for x in Path(screens()).read_text().splitlines()]
     shots = [(t.task, o) for t in trajs for o in t.observations]
     random.Random(3).shuffle(shots)
-    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rss0 = _rss_mb()
     start = time.perf_counter()
     memory = open_memory(method, str(store_path), settings, embedder=embedder, create=False)
     opened = time.perf_counter() - start
     task, obs = shots[0]
     memory.recall(RecallQuery(task=task, observation=obs))
     first = time.perf_counter() - start
-    rss = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) / 1024
+    rss = _rss_mb() - rss0  # resident memory the open and first recall added
     if not cache_dir:  # "before": no cache; nothing more to measure
         memory.close()
         return {"open_s": opened, "first_recall_s": first, "rss_mb": rss}
@@ -205,6 +206,14 @@ def child(method: str, store_path: str, queries: int, cache_dir: str | None) -> 
             "first_step_p50": _p(first_step, 0.5), "queries": len(cold)}
 
 
+def _rss_mb() -> float:
+    """This process's resident set size now (MB), from /proc."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def _known_screens(method: str) -> set[str]:
     """The screens the memory holds (its items were replicated from these): a query screen among them
     would be an exact structural match, not a cold screen."""
@@ -234,12 +243,12 @@ def measure(method: str, size: int, queries: int) -> dict[str, object]:
     work.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(store, work)  # the measured store is a copy: opening never changes the cached one
     out: dict[str, object] = {}
-    for label, cache in (("before", None), ("warmup", cache_dir), ("after", cache_dir)):
+    # "before": no index cache yet (every item read from the store, the cache written at the end);
+    # "after": the next open, from the cache
+    for label, cache in (("before", cache_dir), ("after", cache_dir)):
         code = (f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
                 f"from recall_end_to_end import child; "
                 f"print(json.dumps(child({method!r}, {str(work)!r}, {queries}, {str(cache) if cache else None!r})))")
-        if label == "before":
-            code = code.replace(f", {queries}, None", ", 0, None")
         done = subprocess.run([PY, "-c", code], check=True, capture_output=True, text=True)
         out[label] = json.loads(done.stdout.strip().splitlines()[-1])
     return out
@@ -284,11 +293,11 @@ def ann(size: int, queries: int = 500) -> dict[str, object]:
 
     m, ef_add, _ = hnsw_params(size)
     index = Index(ndim=base.shape[1], metric="cos", dtype="f32", connectivity=m, expansion_add=ef_add)
-    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rss0 = _rss_mb()
     t0 = time.perf_counter()
     index.add(np.arange(size, dtype=np.uint64), data)
     build = time.perf_counter() - t0
-    rss = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) / 1024
+    rss = _rss_mb() - rss0
     curve = []
     for ef in (16, 32, 64, 96, 128, 256):
         index.expansion_search = ef
@@ -322,6 +331,7 @@ def main() -> None:
     parser.add_argument("--large", default="1000000", help="sizes measured for graph and steer only")
     parser.add_argument("--ann", type=int, default=1_000_000)
     parser.add_argument("--queries", type=int, default=60)
+    parser.add_argument("--methods", default=",".join(METHODS), help="methods measured at --sizes")
     parser.add_argument("--skip", default="", help="comma-separated: ann, throughput, recall")
     parser.add_argument("--json", type=Path, default=None, help="also write every figure to this file")
     args = parser.parse_args()
@@ -329,8 +339,9 @@ def main() -> None:
     figures: dict[str, object] = {}
     rows = []
     if "recall" not in skip:
-        plan = [(m, int(s)) for s in args.sizes.split(",") if s for m in METHODS]
-        plan += [(m, int(s)) for s in args.large.split(",") if s for m in ("graph", "steer")]
+        chosen = [m for m in args.methods.split(",") if m]
+        plan = [(m, int(s)) for s in args.sizes.split(",") if s for m in chosen]
+        plan += [(m, int(s)) for s in args.large.split(",") if s for m in ("graph", "steer") if m in chosen]
         for method, size in plan:
             result = measure(method, size, args.queries)
             figures[f"{method}@{size}"] = result
