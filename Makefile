@@ -52,7 +52,9 @@ demo: setup
 	$(BIN)/guimem eval --suite demo --rounds $(DEMO_ROUNDS) --methods $(DEMO_METHODS) --out $(DEMO_OUT)
 
 # Every benchmark script (helpers start with _); each prints its figures. About 10 minutes, plus about 20
-# for text_reader.py (the rank policy with a real model on demo, 3 rounds).
+# for text_reader.py (the rank policy with a real model on demo, 3 rounds), 15 for browsergym_transfer.py,
+# and about 1.5 hours for recall_end_to_end.py's first run (it builds 100k/1M-item stores, cached under
+# ~/.cache/guimem/bench; the stack's first open at 100k embeds every item text once, about 30 minutes).
 bench: setup
 	@for f in benchmarks/[!_]*.py; do echo "== $$f"; (cd benchmarks && ../$(PY) $$(basename $$f)) || exit 1; done
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -23,7 +22,7 @@ from pydantic import BaseModel
 from guimem.embeddings import cosine
 from guimem.memory.base import LearnReport, RecallQuery, RoundBuffer, RoundLog, StoredRounds
 from guimem.memory.generalise import state_text
-from guimem.memory.indexcache import IndexCache
+from guimem.memory.indexcache import IndexCache, SavesCache
 from guimem.memory.kit import MemoryKit
 from guimem.memory.ranking import tau_for
 from guimem.memory.settings import GraphSettings, Structure
@@ -68,7 +67,7 @@ class EdgeBody(BaseModel):
     granularity: Granularity = Granularity.SUBGOAL
 
 
-class GraphMemory(StoredRounds):
+class GraphMemory(SavesCache, StoredRounds):
     """The ``graph`` memory method.
 
     Args:
@@ -292,12 +291,3 @@ class GraphMemory(StoredRounds):
             out[f"edges_{label}"] = count
         return out
 
-    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
-        """Learn and consolidate the round in one transaction, then refresh the index cache."""
-        super().commit_round(round_index, trajectories)
-        self._save_cache()
-
-    def close(self) -> None:
-        """Refresh the index cache if this process changed the graph, then close the store."""
-        self._save_cache()
-        super().close()

@@ -15,6 +15,7 @@ import logging
 import os
 import shutil
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -22,6 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from guimem.memory.kit import MemoryKit
+from guimem.types import Trajectory
 from guimem.vectors import VectorIndex
 
 log = logging.getLogger(__name__)
@@ -138,3 +140,22 @@ class IndexCache:
         """A side array of an entry, memory-mapped."""
         array: NDArray[Any] = np.load(folder / f"{key}.npy", mmap_mode="r")
         return array
+
+
+class SavesCache:
+    """Mixin for a memory with an index cache: refresh it after each committed round (outside the
+    round's transaction, so its stamp is the committed store) and when the memory closes.
+    The memory implements ``_save_cache`` (write only what changed)."""
+
+    def _save_cache(self) -> None:
+        raise NotImplementedError
+
+    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
+        """Learn and consolidate the round in one transaction, then refresh the index cache."""
+        super().commit_round(round_index, trajectories)  # type: ignore[misc]
+        self._save_cache()
+
+    def close(self) -> None:
+        """Refresh the index cache if this process changed the memory, then close the store."""
+        self._save_cache()
+        super().close()  # type: ignore[misc]

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -22,7 +22,7 @@ from guimem.envs.base import Env, Transition
 from guimem.llm import LLMClient
 from guimem.memory.base import RecallQuery, RoundLog, StoredRounds
 from guimem.memory.generalise import state_text, template_key
-from guimem.memory.indexcache import IndexCache
+from guimem.memory.indexcache import IndexCache, SavesCache
 from guimem.memory.kit import MemoryKit
 from guimem.memory.program import can_start, execute, record_use
 from guimem.memory.ranking import mmr, tau_for
@@ -156,7 +156,7 @@ class StackProposer:
         return []
 
 
-class StackMemory(AdmissionMembers, StoredRounds):
+class StackMemory(SavesCache, AdmissionMembers, StoredRounds):
     """The ``stack`` memory method.
 
     Args:
@@ -220,15 +220,6 @@ class StackMemory(AdmissionMembers, StoredRounds):
         self.cache.save_index("texts", self._texts, revision=False)
         self._unsaved = False
 
-    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
-        """Learn and consolidate the round in one transaction, then refresh the index cache."""
-        super().commit_round(round_index, trajectories)
-        self._save_cache()
-
-    def close(self) -> None:
-        """Refresh the index cache if this process embedded new items, then close the store."""
-        self._save_cache()
-        super().close()
 
     def end_round(self) -> None:
         """Gate decisions, merges, the next round; then embed the new items."""

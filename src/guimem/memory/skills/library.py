@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from guimem.embeddings import EmbedRole
 from guimem.envs.base import Env, Transition
 from guimem.memory.base import LearnReport, RecallQuery, RoundBuffer, RoundLog, StoredRounds
-from guimem.memory.indexcache import IndexCache
+from guimem.memory.indexcache import IndexCache, SavesCache
 from guimem.memory.kit import MemoryKit
 from guimem.memory.program import SkillProgram, can_start, execute, record_use
 from guimem.memory.ranking import mmr
@@ -59,7 +59,7 @@ class SkillBody(BaseModel):
     verdict: str = ""
 
 
-class SkillMemory(StoredRounds):
+class SkillMemory(SavesCache, StoredRounds):
     """The ``skills`` memory method.
 
     Args:
@@ -160,15 +160,6 @@ class SkillMemory(StoredRounds):
             entry = (skill_id, body, rec.status)
         return entry
 
-    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
-        """Learn and consolidate the round in one transaction, then refresh the index cache."""
-        super().commit_round(round_index, trajectories)
-        self._save_cache()
-
-    def close(self) -> None:
-        """Refresh the index cache if this process changed the skills, then close the store."""
-        self._save_cache()
-        super().close()
 
     @property
     def name(self) -> str:
