@@ -56,6 +56,27 @@ PIP_NAMES = {"miniwob": "browsergym-miniwob", "webarena": "browsergym-webarena",
              "assistantbench": "browsergym-assistantbench", "weblinx": "weblinx-browsergym"}
 
 
+_USERS = 0  # BrowserGym envs of this process holding BrowserGym's global Playwright
+
+
+def _release_playwright() -> None:
+    """Stop BrowserGym's global Playwright once no env of this process uses it: its event loop stays
+    registered as running in this thread until stopped, and ``asyncio.run`` here would then fail."""
+    if _USERS > 0:
+        return
+    try:
+        import browsergym.core as core
+    except ModuleNotFoundError:
+        return
+    pw = core._PLAYWRIGHT
+    if pw is not None:
+        core._set_global_playwright(None)
+        try:
+            pw.stop()
+        except Exception:  # already gone with its driver; nothing else to release
+            log.warning("BrowserGym's Playwright did not stop cleanly", exc_info=True)
+
+
 def _cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "guimem" / "playwright"
@@ -174,6 +195,7 @@ class BrowserGymEnv:
         self._done = False
         self._info: dict[str, Any] = {}
         self._obs_count = 0
+        self._holds = False
 
     @classmethod
     def from_settings(cls, settings: GuimemSettings, screenshots_dir: Path | None = None) -> BrowserGymEnv:
@@ -208,6 +230,7 @@ class BrowserGymEnv:
             browser = _get_global_playwright().chromium.launch(headless=True)
             version = browser.version
             browser.close()
+        _release_playwright()
         return f"playwright drives chromium {version} ({folder}) in {time.perf_counter() - start:.2f}s"
 
     def _make(self, task_id: str) -> Any:
@@ -232,9 +255,10 @@ class BrowserGymEnv:
         task_id = normalise_task_id(task.id)
         with _playwright_failures():
             if self._gym is None or self._gym_task != task_id:
-                self.close()
+                self._close_gym()
                 self._gym = self._make(task_id)
                 self._gym_task = task_id
+            self._hold()
             obs, info = self._gym.reset(seed=task.seed)
         self._reward, self._done, self._info = 0.0, False, dict(info) if isinstance(info, dict) else {}
         goal = obs.get("goal") if isinstance(obs.get("goal"), str) else ""
@@ -300,11 +324,27 @@ class BrowserGymEnv:
         return Outcome(success=self._reward >= 1.0 - 1e-9, score=max(-1.0, min(1.0, self._reward)),
                        reason=str(reason or f"reward {self._reward:g}")[:300])
 
-    def close(self) -> None:
-        """Close BrowserGym's env and its browsers (idempotent)."""
+    def _hold(self) -> None:
+        """Count this env among the users of BrowserGym's global Playwright (started by its reset)."""
+        global _USERS
+        if not self._holds:
+            _USERS += 1
+            self._holds = True
+
+    def _close_gym(self) -> None:
         if self._gym is not None:
             gym_env, self._gym, self._gym_task = self._gym, None, None
             try:
                 gym_env.close()
             except Exception:  # the browser may already be gone; nothing else to do
                 log.warning("BrowserGym's env did not close cleanly", exc_info=True)
+
+    def close(self) -> None:
+        """Close BrowserGym's env and its browsers, and BrowserGym's Playwright when no other env of this
+        process uses it (idempotent)."""
+        global _USERS
+        self._close_gym()
+        if self._holds:
+            self._holds = False
+            _USERS -= 1
+            _release_playwright()
