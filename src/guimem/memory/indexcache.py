@@ -15,6 +15,7 @@ import logging
 import os
 import shutil
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -142,13 +143,13 @@ class IndexCache:
         return array
 
 
-class SavesCache:
+class SavesCache(ABC):
     """Mixin for a memory with an index cache: refresh it after each committed round (outside the
-    round's transaction, so its stamp is the committed store) and when the memory closes.
-    The memory implements ``_save_cache`` (write only what changed)."""
+    round's transaction, so its stamp is the committed store) and when the memory closes."""
 
+    @abstractmethod
     def _save_cache(self) -> None:
-        raise NotImplementedError
+        """Write the memory's cache entries that changed since they were read."""
 
     def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
         """Learn and consolidate the round in one transaction, then refresh the index cache."""
