@@ -82,6 +82,18 @@ def gym_id(task_id: str) -> str:
     return f"browsergym/{name}" if "." in name else f"browsergym/miniwob.{name}"
 
 
+def goal_and_params(task_id: str, obs: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
+    """The goal in a BrowserGym observation and its parameters: MiniWoB's own field extractor for its
+    tasks, quoted substrings (``q0``, ``q1``, ...) for other benchmarks."""
+    from guimem.envs.miniwob import extract_fields, quoted_fields
+
+    raw = obs.get("goal")
+    goal = raw if isinstance(raw, str) else ""
+    if benchmark_of(task_id) == "miniwob":
+        return extract_fields(normalise_task_id(task_id), goal)
+    return goal, quoted_fields(goal)
+
+
 def location_of(url: Any) -> str:
     """A screen's location from its URL: a local file's name without extension (MiniWoB's task pages
     give the task name, as guimem's ``miniwob`` env does), else host and path without the query."""

@@ -28,6 +28,7 @@ from guimem.envs.bgym_obs import (
     Parsed,
     UnmappableActionError,
     benchmark_of,
+    goal_and_params,
     gym_id,
     normalise_task_id,
     parse_observation,
@@ -261,17 +262,9 @@ class BrowserGymEnv:
             self._hold()
             obs, info = self._gym.reset(seed=task.seed)
         self._reward, self._done, self._info = 0.0, False, dict(info) if isinstance(info, dict) else {}
-        goal = obs.get("goal") if isinstance(obs.get("goal"), str) else ""
-        benchmark = benchmark_of(task_id)
-        if benchmark == "miniwob":
-            from guimem.envs.miniwob import extract_fields
-
-            goal, params = extract_fields(task_id, goal)
-        else:
-            from guimem.envs.miniwob import quoted_fields
-
-            params = quoted_fields(goal)
-        self._task = task.model_copy(update={"id": task_id, "goal": goal, "params": params, "app": benchmark})
+        goal, params = goal_and_params(task_id, obs)
+        self._task = task.model_copy(update={"id": task_id, "goal": goal, "params": params,
+                                             "app": benchmark_of(task_id)})
         return self._observe(obs)
 
     def _observe(self, obs: dict[str, Any]) -> Observation:

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from guimem.envs.bgym_obs import KEYS, Parsed, benchmark_of, normalise_task_id, parse_observation
+from guimem.envs.bgym_obs import KEYS, Parsed, benchmark_of, goal_and_params, normalise_task_id, parse_observation
 from guimem.errors import ConfigError
 from guimem.memory.base import LearnReport, Memory, RecallQuery
 from guimem.memory.factory import open_memory
@@ -178,18 +178,8 @@ class BrowserGymMemory:
     def start(self, task_id: str, obs: Mapping[str, Any], seed: int = 0) -> Task:
         """Begin an episode of ``task_id`` (e.g. ``miniwob.click-test-2``) whose first observation is ``obs``."""
         name = normalise_task_id(task_id)
-        raw_goal = obs.get("goal")
-        goal = raw_goal if isinstance(raw_goal, str) else ""
-        benchmark = benchmark_of(name)
-        if benchmark == "miniwob":
-            from guimem.envs.miniwob import extract_fields
-
-            goal, params = extract_fields(name, goal)
-        else:
-            from guimem.envs.miniwob import quoted_fields
-
-            params = quoted_fields(goal)
-        task = Task(id=name, goal=goal, app=benchmark, params=params, seed=seed)
+        goal, params = goal_and_params(name, obs)
+        task = Task(id=name, goal=goal, app=benchmark_of(name), params=params, seed=seed)
         self._episode = _Episode(task=task, started=time.time())
         return task
 
