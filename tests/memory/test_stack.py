@@ -3,6 +3,7 @@ from __future__ import annotations
 from guimem.memory.settings import MemorySpec
 from guimem.memory.stack import StackMemory
 from guimem.memory.steer.items import ItemStatus, is_failure, is_screen_avoid
+from guimem.memory.steer.lifecycle import content_id
 from guimem.memory.steer.trials import assign
 from guimem.testing import FormEnv
 from guimem.types import ItemKind, Task
@@ -44,7 +45,7 @@ def test_stack_withholds_candidates_from_controls_and_abstains_when_nothing_fits
     inj = mem.recall(q)
     for item_id in mem.items():
         if item_id in inj.ids:
-            assert assign(item_id, mem.round, 0) == "trial"
+            assert assign(content_id(mem.items()[item_id][0].key), mem.round, 0) == "trial"
     from guimem.memory.base import RecallQuery
 
     other = mem.recall(RecallQuery(task=Task(id="mail", goal="Delete the email.", app="mail"),
@@ -95,7 +96,7 @@ def test_steer_keeps_the_papers_matched_controls_for_the_same_warning(kit):
     mem.learn(episode([LOGIN], seed=1))
     mem.end_round()
     (warning,) = mem.items()
-    arms = {assign(warning, mem.round, slot) for slot in (0, 1)}
+    arms = {assign(content_id(mem.items()[warning][0].key), mem.round, slot) for slot in (0, 1)}
     shown = {slot for slot in (0, 1) if warning in mem.recall(form_query(3, slot=slot)).ids}
     assert arms == {"trial", "control"} and len(shown) == 1
 

@@ -10,6 +10,7 @@ from guimem.memory.baselines import AppendAllMemory
 from guimem.memory.settings import GateSettings, SteerSettings
 from guimem.memory.steer.contract import OfflineContractParser, conflicts
 from guimem.memory.steer.items import ALLOWED, Evidence, ItemStatus, TrialRecord, check_transition
+from guimem.memory.steer.lifecycle import content_id
 from guimem.memory.steer.memory import SteerMemory
 from guimem.memory.steer.trials import assign, gate
 from guimem.testing import FormEnv
@@ -84,7 +85,7 @@ def test_a_candidate_is_shown_only_inside_a_trial(round_index, slot):
     mem.lifecycle.round = round_index
     inj = mem.recall(RecallQuery(task=q.task, observation=q.observation, slot=slot))
     shown = item_id in inj.ids
-    assert shown == (assign(item_id, round_index, slot) == "trial")
+    assert shown == (assign(content_id(mem.items()[item_id][0].key), round_index, slot) == "trial")
     assert shown != (item_id in inj.withheld)
 
 
@@ -134,7 +135,7 @@ def test_round_semantics_admitted_at_the_end_of_round_r_is_injected_in_round_r_p
     assert status is ItemStatus.CANDIDATE
     for rnd in (1, 2):
         for slot, seed in ((0, 2), (1, 3)):
-            arm = assign(item_id, rnd, slot)
+            arm = assign(content_id(mem.items()[item_id][0].key), rnd, slot)
             traj = episode([USER, PASS, LOGIN] if arm == "trial" else [LOGIN], seed=seed, memory=mem,
                            round_index=rnd, slot=slot)
             mem.learn(traj)
@@ -273,7 +274,7 @@ def test_items_under_trial_are_labelled_as_such_never_as_verified(kit, method):
     mem = SteerMemory(kit) if method == "steer" else StackMemory(kit, MemorySpec())
     mem.learn(episode([USER, PASS, LOGIN], seed=1))
     mem.end_round()
-    slot = next(s for s in range(2) if assign(next(iter(mem.items())), 1, s) == "trial")
+    slot = next(s for s in range(2) if assign(content_id(next(iter(mem.items().values()))[0].key), 1, s) == "trial")
     inj = mem.recall(form_query(3, slot=slot))
     assert inj.items and all(i.trial for i in inj.items)
     assert inj.text.splitlines()[0] == TRIAL_TITLE and "verified" not in inj.text.split("\n", 1)[1].lower()

@@ -175,3 +175,13 @@ def test_revision_changes_with_every_write_to_its_namespace_only(store):
     store.meta_set("graph.round", "3")
     store.append_event(EventDraft("x", None, "graph"))
     assert store.revision("graph") == store.revision("graph")
+
+
+def test_an_id_of_one_namespace_cannot_be_written_in_another(store):
+    from guimem.errors import DataError
+
+    store.put(rec("k-1", '{"v": 1}'))
+    with pytest.raises(DataError, match="already belongs to namespace 'graph'"):
+        store.put(Record(id="k-1", kind="node", namespace="other", status="active", body='{"v": 2}'))
+    assert store.get("k-1").body == '{"v": 1}' and store.query("graph")[0].id == "k-1"
+    assert store.query("other") == []

@@ -6,6 +6,7 @@ plus an event, written in the same transaction; the previous version stays reada
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -158,6 +159,20 @@ class Store(Protocol):
         ...
 
 
+_SECRET = re.compile(r"(://[^:/@]+:)[^@]+@")
+_SECRET_PARAM = re.compile(r"(?i)(password=)[^&\s]+")
+
+
+def mask_url(url: str) -> str:
+    """``url`` with any password masked (in the user part or a ``password=`` parameter): safe to log or save."""
+    return _SECRET_PARAM.sub(r"\1***", _SECRET.sub(r"\1***@", url))
+
+
+def is_shared_url(url: str) -> bool:
+    """Whether ``url`` names a database server (shared by processes on many machines), not a SQLite file."""
+    return url.startswith(("postgresql://", "postgres://"))
+
+
 def create_store(url: str, registry: Registry | None = None, *, create: bool = True) -> Store:
     """Open a store from a URL: ``postgresql://...`` or a SQLite path (``sqlite:///path`` or ``path``).
 
@@ -171,7 +186,7 @@ def create_store(url: str, registry: Registry | None = None, *, create: bool = T
         DataError: ``create`` is false and the SQLite file is missing or empty.
     """
     reg = registry or default_registry()
-    if url.startswith(("postgresql://", "postgres://")):
+    if is_shared_url(url):
         store: Store = reg.create("store", "postgres", dsn=url)
         return store
     path = url.removeprefix("sqlite:///").removeprefix("sqlite://")

@@ -8,7 +8,6 @@ id, so concurrent writers never lose or duplicate a version; events and versions
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -16,7 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from guimem.errors import DataError, MigrationError, MissingDependencyError, StoreError
-from guimem.storage.base import Event, EventDraft, Record
+from guimem.storage.base import Event, EventDraft, Record, mask_url
 from guimem.storage.sql import COLUMNS, SQLReads
 
 MIGRATIONS: tuple[str, ...] = (
@@ -42,7 +41,6 @@ MIGRATIONS: tuple[str, ...] = (
         FOR EACH ROW EXECUTE FUNCTION guimem_refuse('item versions are immutable: write a new version');
     """,
 )
-_SECRET = re.compile(r"(://[^:/@]+:)[^@]+@")
 
 
 class PostgresStore(SQLReads):
@@ -57,7 +55,7 @@ class PostgresStore(SQLReads):
             import psycopg
         except ImportError as exc:
             raise MissingDependencyError("psycopg", "postgres") from exc
-        self._url = _SECRET.sub(r"\1***@", dsn)
+        self._url = mask_url(dsn)
         try:
             self._conn = psycopg.connect(dsn, autocommit=True)
         except psycopg.OperationalError as exc:
@@ -116,8 +114,7 @@ class PostgresStore(SQLReads):
         now = time.time()
         with self._driver_errors(), self.transaction():
             self._conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (record.id,))
-            row = self._conn.execute("SELECT max(version) FROM items WHERE id = %s", (record.id,)).fetchone()
-            version = int(row[0] or 0) + 1 if row else 1
+            version = self._next_version(record)
             self._conn.execute("UPDATE items SET current = FALSE WHERE id = %s AND current", (record.id,))
             self._conn.execute(
                 f"INSERT INTO items ({COLUMNS}, current) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, TRUE)",

@@ -8,7 +8,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
-from guimem.errors import NotFoundError
+from guimem.errors import DataError, NotFoundError
 from guimem.storage.base import Event, Record, StoreStats
 
 COLUMNS = "id, kind, namespace, status, body, vector, version, created_at"
@@ -80,6 +80,20 @@ class SQLReads(ABC):
             sql += " AND namespace = ?"
             args.append(namespace)
         return [Event(int(r[0]), r[1], r[2], r[3], r[4], float(r[5])) for r in self._all(sql + " ORDER BY seq", args)]
+
+    def _next_version(self, record: Record) -> int:
+        """The version a new write of ``record.id`` gets (call inside the write's transaction).
+
+        Raises:
+            DataError: The id belongs to another namespace (ids are unique in a store; a write there
+                would supersede another memory's item).
+        """
+        rows = self._all("SELECT max(version), min(namespace), max(namespace) FROM items WHERE id = ?", (record.id,))
+        top, low, high = rows[0] if rows else (None, None, None)
+        if low is not None and (low != record.namespace or high != record.namespace):
+            raise DataError(f"item id {record.id} already belongs to namespace {low!r}, not {record.namespace!r}",
+                            suggestion="ids are unique in a store: import into another store, or give new ids")
+        return int(top or 0) + 1
 
     def revision(self, namespace: str) -> str:
         """A marker that changes whenever an item of ``namespace`` is written (versions written, last

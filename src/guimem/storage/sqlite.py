@@ -139,10 +139,7 @@ class SQLiteStore(SQLReads):
     def put(self, record: Record, event: EventDraft | None = None) -> Record:
         """Write a new version and (optionally) its event, atomically."""
         with self.transaction():
-            row = self._conn.execute(
-                "SELECT MAX(version) FROM items WHERE id = ?", (record.id,)
-            ).fetchone()
-            version = int(row[0] or 0) + 1
+            version = self._next_version(record)
             now = time.time()
             self._conn.execute("UPDATE items SET current = 0 WHERE id = ? AND current = 1", (record.id,))
             self._conn.execute(

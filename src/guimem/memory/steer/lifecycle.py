@@ -41,10 +41,17 @@ Entry = tuple[KnowledgeItem, ItemStatus]
 _HISTORY = TypeAdapter(dict[str, list[TrialRecord]])
 
 
-def item_id_for(key: str) -> str:
-    """A stable id from an item's content key: the same proposal gets the same id in every run, so
-    trial/control assignment (which hashes the id) is reproducible."""
+def content_id(key: str) -> str:
+    """A stable name of an item's content key, the same in every store and namespace: trial/control
+    assignment hashes it, so the same run gives the same arms wherever its memory is kept (it was the
+    item id itself before ids were scoped by namespace, so older stores keep their assignments)."""
     return "k-" + hashlib.sha1(key.encode()).hexdigest()[:20]
+
+
+def item_id_for(key: str, namespace: str) -> str:
+    """A stable id from an item's content key within its namespace (ids are unique in a store: two
+    memories in one store, e.g. two runs' steer memories in one PostgreSQL database, never share one)."""
+    return "k-" + hashlib.sha1(f"{namespace}\x00{key}".encode()).hexdigest()[:20]
 
 
 def _bucket(item: KnowledgeItem) -> tuple[str, str]:
@@ -112,7 +119,7 @@ class Admission:
                 (rules.fast_avoid and is_screen_avoid(item)) or
                 (rules.history_controls and len(item.evidence.arm("control")) >= self.gate_settings.min_controls))):
             return "trial"
-        return assign(item_id, self.round, slot)
+        return assign(content_id(item.key), self.round, slot)
 
     @property
     def entries(self) -> Mapping[str, Entry]:
@@ -243,7 +250,7 @@ class Admission:
         for prop in self._proposals:
             existing = by_key.get(prop.key)
             if existing is None:
-                item_id = item_id_for(prop.key)
+                item_id = item_id_for(prop.key, self.kit.namespace)
                 status, prop = self._first_status(prop)
                 self._put(item_id, prop, status, EventType.CREATED, {"round": self.round,
                                                                      "controls": len(prop.evidence.records)})

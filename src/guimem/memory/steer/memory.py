@@ -21,7 +21,7 @@ from guimem.memory.steer.contract import (
     conflicts,
 )
 from guimem.memory.steer.items import UNDER_TEST, ItemStatus, KnowledgeItem, Scope, is_failure
-from guimem.memory.steer.lifecycle import Admission, AdmissionMembers
+from guimem.memory.steer.lifecycle import Admission, AdmissionMembers, content_id
 from guimem.memory.steer.propose import LLMProposer, OfflineProposer, Proposer
 from guimem.memory.steer.trials import assign
 from guimem.types import InjectedItem, Injection, ItemKind, Task
@@ -82,8 +82,8 @@ def item_view(item_id: str, item: KnowledgeItem, score: float = 1.0, trial: bool
 
 
 def _rank(entry: tuple[str, KnowledgeItem]) -> tuple[int, int, str]:
-    item_id, item = entry
-    return (-len(item.provenance.episodes), item.created_round, item_id)
+    _, item = entry  # ties by content, not by id: the order is the same in every namespace
+    return (-len(item.provenance.episodes), item.created_round, content_id(item.key))
 
 
 class SteerMemory(AdmissionMembers, StoredRounds):
@@ -119,8 +119,9 @@ class SteerMemory(AdmissionMembers, StoredRounds):
             if admitted:
                 chosen.append(item_view(*admitted[0]))
                 continue
-            trial = [(i, it) for i, it in testing if assign(i, self.round, query.slot) == "trial"]
-            withheld += [i for i, it in testing if assign(i, self.round, query.slot) == "control"]
+            arms = {i: assign(content_id(it.key), self.round, query.slot) for i, it in testing}
+            trial = [(i, it) for i, it in testing if arms[i] == "trial"]
+            withheld += [i for i, it in testing if arms[i] == "control"]
             if trial:
                 chosen.append(item_view(*trial[0], trial=True))
         if not chosen:
