@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 
 import typer
@@ -24,18 +25,21 @@ from guimem.harness.report import pass_table, write_report
 from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir, judged
 from guimem.memory.factory import METHODS, check_method
 from guimem.memory.settings import MemorySpec
+from guimem.storage.base import is_shared_url, mask_url
 from guimem.tasks import load_suite
 from guimem.tasks.suites import check_suite_tasks
 
 
 def _spec(st: CliState, env: str | None, suite: str, rounds: int, methods: str, policy: str, workers: int, backend: str,
-          exclude_source_task: bool, context: str, screenshots: bool = False) -> EvalSpec:
+          exclude_source_task: bool, context: str, screenshots: bool = False, store: str | None = None,
+          address: str | None = None) -> EvalSpec:
     chosen = [m.strip() for m in methods.split(",") if m.strip()]
     if not chosen:
         raise ConfigError(f"--methods {methods!r} names no method",
                           suggestion=f"give a comma-separated list of {', '.join(METHODS)}")
     for m in chosen:
         check_method(m)
+    _check_cluster(backend, address, store)
     suite_obj = load_suite(suite)
     env = env or suite_obj.env
     check_suite_tasks(suite_obj, env)
@@ -49,7 +53,22 @@ def _spec(st: CliState, env: str | None, suite: str, rounds: int, methods: str, 
                     context=context, memory=MemorySpec(exclude_source_task=exclude_source_task,
                                                        extractor=st.settings.extractor), embedder=embedder,
                     llm=llm, token_encoding=st.settings.token_encoding, workers=workers, backend=backend,
-                    screenshots=screenshots)
+                    screenshots=screenshots, store=mask_url(store) if store else "", address=address)
+
+
+def _check_cluster(backend: str, address: str | None, store: str | None) -> None:
+    """``--address`` runs episodes on other machines, which reach memory only through a shared store.
+
+    Raises:
+        ConfigError: ``--address`` without ``--backend ray``, or without a PostgreSQL ``--store``.
+    """
+    if address is None:
+        return
+    if backend != "ray":
+        raise ConfigError("--address joins a Ray cluster", suggestion="add --backend ray")
+    if not store or not is_shared_url(store):
+        raise ConfigError("--address runs episodes on the cluster's nodes, which reach memory only through a "
+                          "shared store", suggestion="add --store postgresql://user@host/db (see docs/deploy.md)")
 
 
 def check_out_dir(out: Path) -> None:
@@ -107,6 +126,12 @@ def eval_command(
     out: Path = typer.Option(Path("runs/eval"), "--out", "-o", help="Run directory (rerun to resume)."),
     workers: int = typer.Option(1, "--workers", "-w", min=1, help="Parallel episodes (one browser each)."),
     backend: str = typer.Option("local", "--backend", help="local or ray."),
+    address: str | None = typer.Option(None, "--address", help="With --backend ray: the Ray cluster to join "
+                                       "(host:port of its head); needs a shared --store."),
+    store: str | None = typer.Option(None, "--store", envvar="GUIMEM_EVAL_STORE",
+                                     help="One shared store for every method's memory (postgresql://...; a "
+                                          "namespace per run and method). Default: a SQLite file per method in "
+                                          "OUT/memory."),
     exclude_source_task: bool = typer.Option(False, "--exclude-source-task",
                                              help="Leave-one-task-out: items never influence their source task."),
     screenshots: bool = typer.Option(False, "--screenshots",
@@ -118,7 +143,7 @@ def eval_command(
     st = state(ctx, json_output)
     try:
         spec = _spec(st, env, suite, rounds, methods, policy, workers, backend, exclude_source_task, context,
-                     screenshots)
+                     screenshots, store, address)
         check_out_dir(out)
         total = len(spec.suite.tasks) * spec.rounds * len(spec.methods)
         done = len(judged(RunDir(out).results()))
@@ -134,8 +159,10 @@ def eval_command(
                 bar.update(task_id, advance=1, description=f"{r.method:>22} round {r.round + 1} {r.task:<24} "
                                                            f"success {ok}/{n}")
 
-            with terminate_as_interrupt():
-                summary = Evaluation(spec, out, st.settings, progress=progress).run()
+            # stdout carries only the result: what libraries print while it runs (Ray reports a lost node
+            # there) goes to stderr, so `--json` output stays parseable
+            with terminate_as_interrupt(), redirect_stdout(sys.stderr):
+                summary = Evaluation(spec, out, st.settings, progress=progress, store_url=store or "").run()
     except GuimemError as exc:
         raise fail(ctx, exc) from None
     except KeyboardInterrupt:
@@ -161,6 +188,8 @@ def _print_infra(st: CliState, summary: Summary) -> None:
 def report_command(
     ctx: typer.Context,
     run: Path = typer.Argument(..., help="A run directory."),
+    store: str | None = typer.Option(None, "--store", envvar="GUIMEM_EVAL_STORE",
+                                     help="The run's shared store (when it used one), for what memory learned."),
     json_output: bool = typer.Option(False, "--json", help="Print summary.json."),
 ) -> None:
     """Rebuild summary.json and report.html of a run directory from its results."""
@@ -172,7 +201,7 @@ def report_command(
     except GuimemError as exc:
         raise fail(ctx, exc) from None
     (run / "summary.json").write_text(summary.model_dump_json(indent=2))
-    write_report(run_dir, spec, summary)
+    write_report(run_dir, spec, summary, store or "")
     if st.json or json_output:
         emit_json(summary)
     else:

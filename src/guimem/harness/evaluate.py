@@ -74,6 +74,8 @@ class Evaluation:
         settings: Process settings (browser, embedder).
         progress: Called after every finished episode.
         stop_after: Stop (as if interrupted) after this many new episodes; for tests and smoke runs.
+        store_url: The shared store every method's memory lives in (``spec.store`` is its URL without the
+            password); empty: one SQLite file per method in the run folder.
     """
 
     spec: EvalSpec
@@ -81,6 +83,7 @@ class Evaluation:
     settings: GuimemSettings
     progress: Progress | None = None
     stop_after: int | None = None
+    store_url: str = ""
     _new: int = field(default=0, init=False)
     _breaker: _Breaker = field(default_factory=lambda: _Breaker(1), init=False, repr=False)
 
@@ -93,9 +96,11 @@ class Evaluation:
                 and a rerun resumes (infrastructure failures are run again, never counted).
         """
         run_dir = RunDir(self.out)
-        self.spec = run_dir.start(self.spec)
+        # a resumed run keeps its saved spec; where it runs (workers, backend, cluster) is this invocation's
+        self.spec = run_dir.start(self.spec).model_copy(update={k: getattr(self.spec, k)
+                                                                 for k in ("workers", "backend", "address")})
         done = {r.key for r in run_dir.results() if r.judged}
-        bench = Workbench(self.spec, run_dir, self.settings)
+        bench = Workbench(self.spec, run_dir, self.settings, self.store_url)
         executor: Executor | None = None
         finished = False
         self._breaker = _Breaker(self.settings.run.infra_breaker)
@@ -105,7 +110,8 @@ class Evaluation:
                 log.info("preflight: %s", line)
             if self.spec.workers > 1 or self.spec.backend != "local":
                 bench.close_env()  # workers start their own browsers
-            executor = make_executor(self.spec.backend, self.spec.workers, bench, self.spec, run_dir, self.settings)
+            executor = make_executor(self.spec.backend, self.spec.workers, bench, self.spec, run_dir, self.settings,
+                                     self.spec.address)
             for round_index in range(self.spec.rounds):
                 for method in self.spec.methods:
                     if self._boundary_done(bench, method, round_index):
@@ -164,7 +170,7 @@ class Evaluation:
         """Write ``summary.json`` and ``report.html``."""
         summary = summarise(self.spec, run_dir.results(), run_dir)
         (run_dir.path / "summary.json").write_text(summary.model_dump_json(indent=2))
-        write_report(run_dir, self.spec, summary)
+        write_report(run_dir, self.spec, summary, self.store_url)
         return summary
 
     def _boundary_done(self, bench: Workbench, method: str, round_index: int) -> bool:

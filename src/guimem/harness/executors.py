@@ -11,6 +11,7 @@ import multiprocessing as mp
 import os
 import signal
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 from guimem.harness.jobs import EpisodeJob, Workbench
@@ -70,7 +71,7 @@ def _on_sigterm(signum: int, frame: object) -> None:
         os._exit(128 + signum)
 
 
-def _init_worker(spec_json: str, run_path: str, settings_json: str) -> None:
+def _init_worker(spec_json: str, run_path: str, settings_json: str, store_url: str = "") -> None:
     global _BENCH  # one workbench (browser, embedder) per worker process, built once
     from multiprocessing import util
     from pathlib import Path
@@ -78,7 +79,7 @@ def _init_worker(spec_json: str, run_path: str, settings_json: str) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the main process, which stops the pool
     signal.signal(signal.SIGTERM, _on_sigterm)
     _BENCH = Workbench(EvalSpec.model_validate_json(spec_json), RunDir(Path(run_path)),
-                       GuimemSettings.model_validate_json(settings_json))
+                       GuimemSettings.model_validate_json(settings_json), store_url)
     util.Finalize(None, _close_bench, exitpriority=100)  # a normal worker exit closes the browser too
 
 
@@ -91,10 +92,12 @@ def _work(job: EpisodeJob) -> tuple[str, str]:
 class ProcessExecutor:
     """``--workers N``: N local processes, each with its own browser and a read-only view of memory."""
 
-    def __init__(self, spec: EvalSpec, run_dir: RunDir, settings: GuimemSettings, workers: int) -> None:
+    def __init__(self, spec: EvalSpec, run_dir: RunDir, settings: GuimemSettings, workers: int,
+                 store_url: str = "") -> None:
         ctx = mp.get_context("spawn")
         self._pool = ctx.Pool(workers, initializer=_init_worker,
-                              initargs=(spec.model_dump_json(), str(run_dir.path), settings.model_dump_json()))
+                              initargs=(spec.model_dump_json(), str(run_dir.path), settings.model_dump_json(),
+                                        store_url))
 
     def run(self, jobs: list[EpisodeJob]) -> Iterator[Finished]:
         """Run jobs in parallel; yield as they finish."""
@@ -111,10 +114,17 @@ class ProcessExecutor:
 
 
 class RayExecutor:
-    """``--backend ray``: episodes as Ray tasks on a local or existing cluster (``ray.init(address=...)``)."""
+    """``--backend ray``: episodes on Ray actors (one browser each), on a local instance or a cluster.
+
+    With ``address`` the actors run wherever the cluster has CPUs; each reaches memory through the
+    run's store, so on several machines the store must be a shared one (PostgreSQL). Jobs are handed
+    out one at a time per actor; when an actor or its node dies, its episode runs again on another
+    actor (a lost episode wrote nothing: results are recorded here, and learning waits for the round
+    boundary, which this process runs), so nothing is counted twice.
+    """
 
     def __init__(self, spec: EvalSpec, run_dir: RunDir, settings: GuimemSettings, workers: int,
-                 address: str | None = None) -> None:
+                 address: str | None = None, store_url: str = "") -> None:
         try:
             import ray
         except ImportError as exc:
@@ -125,20 +135,74 @@ class RayExecutor:
         self._owns = not ray.is_initialized()
         if self._owns:
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no telemetry, and no network here anyway
-            ray.init(address=address, num_cpus=None if address else workers, include_dashboard=False,
-                     log_to_driver=False)
-        args = (spec.model_dump_json(), str(run_dir.path), settings.model_dump_json())
+            self._connect(address, workers)
+        if address:  # another machine's folders: each node keeps its index cache where its own settings say
+            settings = settings.model_copy(update={"cache_dir": None})
+        args = (spec.model_dump_json(), str(run_dir.path.resolve()), settings.model_dump_json(), store_url)
         actor: Any = ray.remote(num_cpus=1)(_RayWorker)
         self._actors: list[Any] = [actor.remote(*args) for _ in range(workers)]
 
-    def run(self, jobs: list[EpisodeJob]) -> Iterator[Finished]:
-        """Spread jobs over the actors round-robin; yield as they finish."""
+    def _connect(self, address: str | None, workers: int) -> None:
         ray = self._ray
-        pending = [self._actors[i % len(self._actors)].run.remote(job) for i, job in enumerate(jobs)]
-        while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
-            result_json, traj_json = ray.get(ready[0])
+        if not address:
+            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+            return
+        host = address.removeprefix("ray://").rsplit(":", 1)[0]
+        loopback = host in ("127.0.0.1", "localhost")
+        try:
+            with _loopback_driver(loopback):
+                ray.init(address=address, log_to_driver=False)
+        except (ConnectionError, ValueError, RuntimeError) as exc:
+            from guimem.errors import ConfigError
+
+            raise ConfigError(f"cannot join the Ray cluster at {address}: {str(exc).splitlines()[0][:200]}",
+                              suggestion="start it with `ray start --head` and give its address "
+                                         "(host:6379), or leave --address out for a local Ray") from None
+
+    def run(self, jobs: list[EpisodeJob]) -> Iterator[Finished]:
+        """Hand each idle actor the next job; yield as they finish; re-run a lost actor's job elsewhere.
+
+        Raises:
+            RunStoppedError: Every actor was lost.
+        """
+        ray = self._ray
+        from ray.exceptions import RayActorError, RayTaskError, WorkerCrashedError
+
+        queue = list(reversed(jobs))
+        running: dict[Any, tuple[Any, EpisodeJob]] = {}
+
+        def feed(actor: Any) -> None:
+            if queue:
+                job = queue.pop()
+                running[actor.run.remote(job)] = (actor, job)
+
+        for actor in self._actors:
+            feed(actor)
+        while running:
+            ready, _ = ray.wait(list(running), num_returns=1)
+            actor, job = running.pop(ready[0])
+            try:
+                result_json, traj_json = ray.get(ready[0])
+            except RayTaskError as exc:  # the episode code raised: a defect, not a lost worker
+                raise exc.as_instanceof_cause() from None  # type: ignore[no-untyped-call]
+            except (RayActorError, WorkerCrashedError) as exc:
+                self._lose(actor, job, exc)
+                queue.append(job)
+                for other in [a for a in self._actors if not any(a is r[0] for r in running.values())]:
+                    feed(other)
+                continue
             yield EpisodeResult.model_validate_json(result_json), Trajectory.model_validate_json(traj_json)
+            feed(actor)
+
+    def _lose(self, actor: Any, job: EpisodeJob, exc: Exception) -> None:
+        self._actors = [a for a in self._actors if a is not actor]
+        log.warning("a Ray worker was lost (%s); %s round %d %s runs again on another worker (%d left)",
+                    type(exc).__name__, job.method, job.round + 1, job.entry.task, len(self._actors))
+        if not self._actors:
+            from guimem.errors import RunStoppedError
+
+            raise RunStoppedError("every Ray worker was lost", failures=1, first=str(exc).splitlines()[0][:300],
+                                  suggestion="check the cluster's nodes (`ray status`), then rerun to resume")
 
     def close(self, abort: bool = False) -> None:
         """Close the actors' browsers, stop the actors (and the local Ray instance if this executor started it)."""
@@ -152,9 +216,27 @@ class RayExecutor:
             self._ray.shutdown()
 
 
+@contextmanager
+def _loopback_driver(loopback: bool) -> Iterator[None]:
+    """Keep a driver joining a loopback cluster on 127.0.0.1 (Ray rewrites a loopback address to the
+    machine's interface address, where a cluster whose nodes all run on 127.0.0.1 is not listening;
+    Ray skips that rewrite when multi-node clusters are off, which this turns on for ``ray.init``)."""
+    if not loopback:
+        yield
+        return
+    from ray._private import ray_constants
+
+    saved = ray_constants.ENABLE_RAY_CLUSTER
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = saved
+
+
 class _RayWorker:
-    def __init__(self, spec_json: str, run_path: str, settings_json: str) -> None:
-        _init_worker(spec_json, run_path, settings_json)
+    def __init__(self, spec_json: str, run_path: str, settings_json: str, store_url: str) -> None:
+        _init_worker(spec_json, run_path, settings_json, store_url)
 
     def run(self, job: EpisodeJob) -> tuple[str, str]:
         return _work(job)
@@ -164,12 +246,13 @@ class _RayWorker:
 
 
 def make_executor(backend: str, workers: int, bench: Workbench, spec: EvalSpec, run_dir: RunDir,
-                  settings: GuimemSettings) -> Executor:
-    """The executor for ``--backend`` and ``--workers``."""
+                  settings: GuimemSettings, address: str | None = None) -> Executor:
+    """The executor for ``--backend``, ``--workers`` and ``--address`` (a Ray cluster to join)."""
+    url = bench.store_url
     builders: dict[str, Callable[[], Executor]] = {
         "local": lambda: SequentialExecutor(bench) if workers <= 1 else ProcessExecutor(spec, run_dir, settings,
-                                                                                         workers),
-        "ray": lambda: RayExecutor(spec, run_dir, settings, workers),
+                                                                                         workers, url),
+        "ray": lambda: RayExecutor(spec, run_dir, settings, workers, address, url),
     }
     if backend not in builders:
         from guimem.errors import UnknownBackendError

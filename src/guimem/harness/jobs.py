@@ -57,15 +57,17 @@ def result_of(job: EpisodeJob, traj: Trajectory) -> EpisodeResult:
 class Workbench:
     """What episodes need in one process: env, policy, embedder, counter, and memories by method.
 
-    The env is created on first use and closed by `close`; memories are opened from the run's
-    stores (each method its own) once. The main process keeps its memory across rounds (it is the
-    one that learns at each boundary); worker processes ask for ``fresh`` memory to see a new
-    round's snapshot.
+    The env is created on first use and closed by `close`; memories are opened once from the run's
+    stores: each method its own SQLite file in the run folder, or, with ``store_url`` (the spec's
+    ``store`` with its password), one shared store with a namespace per run and method. The main
+    process keeps its memory across rounds (it is the one that learns at each boundary); worker
+    processes ask for ``fresh`` memory to see a new round's snapshot.
     """
 
     spec: EvalSpec
     run_dir: RunDir
     settings: GuimemSettings
+    store_url: str = ""
     _env: Env | None = None
     _policy: Policy | None = None
     _embedder: CachedEmbedder | None = None
@@ -107,8 +109,14 @@ class Workbench:
             return cached[1]
         if cached is not None:
             cached[1].close()
-        memory = open_memory(method, str(self.run_dir.store_file(method)), self.settings, spec=self.spec.memory,
-                             namespace=namespace_of(method), embedder=self.embedder, env_factory=self.env_factory())
+        if self.spec.store and not self.store_url:
+            from guimem.errors import ConfigError
+
+            raise ConfigError(f"this run keeps its memory in {self.spec.store}", suggestion="give --store with it")
+        # a worker never creates a store: a missing one means it cannot see the run's (a remote node, a bad path)
+        memory = open_memory(method, self.store_url or str(self.run_dir.store_file(method)), self.settings,
+                             spec=self.spec.memory, namespace=self.spec.namespace(method), embedder=self.embedder,
+                             env_factory=self.env_factory(), create=not fresh)
         self._memories[method] = (round_index, memory)
         return memory
 
@@ -152,7 +160,3 @@ class Workbench:
         self._memories.clear()
         self.close_env()
 
-
-def namespace_of(method: str) -> str:
-    """A method's namespace in its run store (an import-path method gets its class name)."""
-    return method.rsplit(":", 1)[-1].rsplit(".", 1)[-1].lower() if ":" in method else method

@@ -15,7 +15,6 @@ import math
 import time
 from collections import defaultdict
 
-from guimem.harness.jobs import namespace_of
 from guimem.harness.metrics import Summary
 from guimem.harness.reportdata import EpisodeView, Learned, ReportData, collect
 from guimem.harness.runfiles import EvalSpec, RunDir
@@ -443,7 +442,8 @@ failures are not counted.</p>
 </body></html>"""
 
 
-def write_report(run_dir: RunDir, spec: EvalSpec, summary: Summary) -> None:
-    """Write ``report.html`` into the run directory."""
-    data = collect(run_dir, spec, run_dir.results(), {m: namespace_of(m) for m in spec.methods})
+def write_report(run_dir: RunDir, spec: EvalSpec, summary: Summary, store_url: str = "") -> None:
+    """Write ``report.html`` into the run directory (``store_url``: the run's shared store, password included;
+    without it a run that used one reports what it learned as unknown)."""
+    data = collect(run_dir, spec, run_dir.results(), store_url)
     (run_dir.path / "report.html").write_text(render(spec, summary, data), encoding="utf-8")

@@ -168,9 +168,9 @@ def _text(body: str) -> str:
 _STATUS_ORDER = {"admitted": 0, "verified": 0, "active": 1, "trial": 2, "candidate": 3, "unverified": 4}
 
 
-def learned(path: Path, namespace: str) -> Learned:
+def learned(path: Path | str, namespace: str) -> Learned:
     """What one method's store holds at the end of the run (counts, the strongest items, skill use)."""
-    if not path.exists():
+    if isinstance(path, Path) and not path.exists():
         return Learned()
     try:
         store = create_store(str(path), create=False)
@@ -206,8 +206,13 @@ def learned(path: Path, namespace: str) -> Learned:
     return Learned(counts=dict(sorted(counts.items())), items=items[:TOP_ITEMS], skills=skills[:TOP_ITEMS])
 
 
-def collect(run_dir: RunDir, spec: EvalSpec, lines: list[EpisodeResult], namespaces: dict[str, str]) -> ReportData:
-    """Gather the report's data from a run directory."""
+def collect(run_dir: RunDir, spec: EvalSpec, lines: list[EpisodeResult], store_url: str = "") -> ReportData:
+    """Gather the report's data from a run directory (and its shared store, when it used one)."""
     views, start, end = episodes(run_dir, spec, lines)
-    memory = {m: learned(run_dir.store_file(m), namespaces.get(m, m)) for m in spec.methods if m != "none"}
+    if spec.store and not store_url:
+        log.info("report: the run's memory is in %s; give its store to show what was learned", spec.store)
+        memory = {}
+    else:
+        memory = {m: learned(store_url or run_dir.store_file(m), spec.namespace(m)) for m in spec.methods
+                  if m != "none"}
     return ReportData(episodes=views, started_at=start, finished_at=end, learned=memory)

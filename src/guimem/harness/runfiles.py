@@ -2,7 +2,8 @@
 
 ``run_spec.json`` (written first), ``results.jsonl`` (one line per finished episode; the commit
 marker for resume), ``traces/<method>/round-<r>.jsonl`` (full trajectories with each step's exact
-injection), ``memory/<method>.sqlite`` (each method's store), ``snapshots/<method>/round-<r>.json``
+injection), ``memory/<method>.sqlite`` (each method's store, unless the run keeps every method's
+memory in one shared store: ``store`` in the spec, e.g. PostgreSQL), ``snapshots/<method>/round-<r>.json``
 (memory stats after each round boundary), ``summary.json`` and ``report.html``.
 """
 
@@ -13,6 +14,7 @@ import logging
 import os
 import platform
 import time
+import uuid
 from importlib import metadata
 from pathlib import Path
 
@@ -56,6 +58,9 @@ class EvalSpec(BaseModel):
     max_steps: int = 15
     workers: int = 1
     backend: str = "local"
+    address: str | None = None
+    store: str = ""
+    run_id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])
     screenshots: bool = False
     versions: dict[str, str] = Field(default_factory=package_versions)
     created_at: float = Field(default_factory=time.time)
@@ -64,7 +69,14 @@ class EvalSpec(BaseModel):
     def identity(self) -> dict[str, object]:
         """The fields that must match for a run directory to be resumed."""
         return self.model_dump(mode="json", include={"env", "suite", "rounds", "methods", "policy", "policy_seed",
-                                                     "context", "memory", "embedder", "llm", "max_steps"})
+                                                     "context", "memory", "embedder", "llm", "max_steps",
+                                                     "store"})
+
+    def namespace(self, method: str) -> str:
+        """Where ``method``'s memory lives in its store: the method's own SQLite file holds it under the
+        method's name; a shared store (``store`` set) holds every run's methods, so the run id comes first."""
+        name = method.rsplit(":", 1)[-1].rsplit(".", 1)[-1].lower() if ":" in method else method
+        return f"run-{self.run_id}/{name}" if self.store else name
 
 
 class EpisodeResult(BaseModel):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import time
+
 from guimem.envs.base import Env, Transition
 from guimem.errors import EnvError
 from guimem.types import (
@@ -31,8 +34,9 @@ class FormEnv:
     """
 
     def __init__(self, fields: tuple[str, ...] = ("username", "password"), submit: str = "Login",
-                 app: str = "form") -> None:
+                 app: str = "form", step_delay_s: float = 0.0) -> None:
         self.fields = fields
+        self.step_delay_s = step_delay_s
         self.submit = submit
         self.app = app
         self.values: dict[str, str] = {}
@@ -44,8 +48,9 @@ class FormEnv:
 
     @classmethod
     def from_settings(cls, settings: object = None, screenshots_dir: object = None) -> FormEnv:
-        """Build for the registry (the form needs no settings)."""
-        return cls()
+        """Build for the registry (no settings; ``GUIMEM_FORM_STEP_DELAY_S`` slows each step, so a test can
+        act while episodes are running, e.g. kill a worker node mid-episode)."""
+        return cls(step_delay_s=float(os.environ.get("GUIMEM_FORM_STEP_DELAY_S", "0") or 0))
 
     @property
     def name(self) -> str:
@@ -87,6 +92,8 @@ class FormEnv:
 
     def step(self, action: Action) -> Transition:
         """Apply an action."""
+        if self.step_delay_s:
+            time.sleep(self.step_delay_s)
         self.actions.append(action)
         if self._done:
             return Transition(self.observe(), ActionError(code=ActionErrorCode.ENV_REJECTED, message="episode over"),
