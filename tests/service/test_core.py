@@ -39,9 +39,9 @@ def request(seed=5):
 def test_learn_end_round_recall_and_inspect(tmp_path):
     svc = service(tmp_path)
     reply = svc.learn_file(trajectories(tmp_path))
-    assert reply.episodes == 2 and reply.added == 2
+    assert reply.episodes == 2 and reply.queued == 2 and svc.stats().queued == 2
     stats = svc.end_round()
-    assert stats.items == {"knowledge:candidate": 2} and stats.round == 1
+    assert stats.items == {"knowledge:candidate": 2} and stats.round == 1 and stats.queued == 0
     items = svc.list_items(kind="knowledge", status="candidate")
     detail = svc.show(items[0].id)
     assert detail.body["kind"] in ("procedure", "warning")
@@ -59,7 +59,7 @@ def test_a_malformed_line_fails_the_whole_file_and_stores_nothing(tmp_path):
     assert svc.stats().items == {} and svc.stats().events == 0
 
 
-def test_a_crash_inside_learning_rolls_everything_back(tmp_path):
+def test_a_crash_inside_a_boundary_rolls_everything_back(tmp_path):
     svc = service(tmp_path, method="graph")
     good = episode([USER, PASS, LOGIN], seed=1)
 
@@ -75,10 +75,11 @@ def test_a_crash_inside_learning_rolls_everything_back(tmp_path):
             raise BoomError
         return original(t)
 
+    svc.learn([good, good])
     svc.memory.learn = flaky
     with pytest.raises(BoomError):
-        svc.learn([good, good])
-    assert svc.stats().items == {}
+        svc.end_round()
+    assert svc.stats().items == {} and svc.stats().queued == 2, "the boundary is all or nothing"
 
 
 def test_skills_show_their_code(tmp_path):
@@ -145,3 +146,21 @@ def test_manual_curation_is_checked_and_logged(tmp_path):
     graph = service(tmp_path, method="graph", store="g.sqlite")
     with pytest.raises(ConfigError, match="no admission lifecycle"):
         graph.set_status("x", "admitted", "")
+
+
+def test_learning_with_the_boundary_reports_what_it_added(tmp_path):
+    svc = service(tmp_path)
+    reply = svc.learn_file(trajectories(tmp_path), end_round=True)
+    assert (reply.episodes, reply.added, reply.queued) == (2, 2, 0)
+    assert svc.stats().items == {"knowledge:candidate": 2}
+
+
+def test_episodes_learned_without_a_boundary_wait_in_the_store_not_in_the_process(tmp_path):
+    first = service(tmp_path, method="graph")
+    first.learn_file(trajectories(tmp_path))
+    first.close()  # the process that learned them is gone before the boundary
+    second = service(tmp_path, method="graph")
+    assert second.stats().queued == 2
+    stats = second.end_round()
+    assert stats.queued == 0 and stats.items.get("edge:active", 0) > 0
+    assert second.end_round().items == stats.items, "an episode is learned once"

@@ -185,3 +185,31 @@ def test_an_id_of_one_namespace_cannot_be_written_in_another(store):
         store.put(Record(id="k-1", kind="node", namespace="other", status="active", body='{"v": 2}'))
     assert store.get("k-1").body == '{"v": 1}' and store.query("graph")[0].id == "k-1"
     assert store.query("other") == []
+
+
+def _counter(path: str, n: int) -> None:
+    s = create_store(path)
+    for _ in range(n):
+        with s.transaction():
+            s.lock("graph.counter")
+            value = int(s.meta_get("counter") or 0)  # read, then write: only safe under the lock
+            s.meta_set("counter", str(value + 1))
+    s.close()
+
+
+def test_a_lock_makes_read_then_write_safe_across_processes(store_url):
+    create_store(store_url).close()
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_counter, args=(store_url, 30)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    s = create_store(store_url)
+    assert s.meta_get("counter") == "90"
+    from guimem.errors import StoreError
+
+    with pytest.raises(StoreError, match="outside a transaction"):
+        s.lock("x")
+    s.close()

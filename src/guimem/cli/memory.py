@@ -75,11 +75,11 @@ def learn(
     """Learn from a trajectory file. Transactional: a malformed line fails the file and stores nothing."""
     st = state(ctx, json_output)
     with _service(ctx, store, method, verify, create=True) as svc:
-        reply = svc.learn_file(trajectories)
-        stats = svc.end_round() if end_round else svc.stats()
+        reply = svc.learn_file(trajectories, end_round)
+        stats = svc.stats()
     _out(st, json_output, reply, lambda: st.console.print(
         f"learned {reply.episodes} episodes into {method}"
-        + (f" ({reply.queued} kept for the round boundary)" if reply.queued and not end_round else "")
+        + (f" ({stats.queued} kept in the store for the next round boundary)" if stats.queued else "")
         + f"; items now {stats.items}"))
 
 

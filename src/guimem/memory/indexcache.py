@@ -143,6 +143,15 @@ class IndexCache:
         return array
 
 
+@runtime_checkable
+class CacheOwner(Protocol):
+    """A memory whose derived files can be refreshed after a boundary it did not commit through `commit_round`."""
+
+    def save_cache(self) -> None:
+        """Write the cache entries that changed since they were read."""
+        ...
+
+
 class SavesCache(ABC):
     """Mixin for a memory with an index cache: refresh it after each committed round (outside the
     round's transaction, so its stamp is the committed store) and when the memory closes."""
@@ -154,6 +163,13 @@ class SavesCache(ABC):
     def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
         """Learn and consolidate the round in one transaction, then refresh the index cache."""
         super().commit_round(round_index, trajectories)  # type: ignore[misc]
+        self._save_cache()
+
+    def save_cache(self) -> None:
+        """Refresh the index cache now (after a boundary committed by someone other than `commit_round`)."""
+        parent = getattr(super(), "save_cache", None)  # e.g. the stack's admission lifecycle
+        if parent is not None:
+            parent()
         self._save_cache()
 
     def close(self) -> None:

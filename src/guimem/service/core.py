@@ -16,8 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from guimem.embeddings import CachedEmbedder, create_embedder
 from guimem.envs.base import Env
 from guimem.errors import ConfigError, DataError, FileConflictError, NotFoundError
-from guimem.memory.base import Curator, Memory, RecallQuery
+from guimem.memory.base import Curator, LearnReport, Memory, RecallQuery
 from guimem.memory.factory import check_method, open_memory
+from guimem.memory.indexcache import CacheOwner
 from guimem.memory.settings import MemorySpec
 from guimem.service.models import (
     EventView,
@@ -30,7 +31,7 @@ from guimem.service.models import (
     TransferReply,
 )
 from guimem.settings import GuimemSettings
-from guimem.storage import Record, Store, create_store
+from guimem.storage import Record, Store, create_store, new_id
 from guimem.storage.base import EventDraft
 from guimem.types import Task, Trajectory, read_trajectories, shorten
 
@@ -82,6 +83,7 @@ class MemoryService:
             self.store.close()
             raise
         self._lock = threading.RLock()
+        self._seen = self._marker()
 
     def _open(self) -> Memory:
         return open_memory(self.settings.method, self.store, self.process, spec=self.settings.spec,
@@ -92,44 +94,95 @@ class MemoryService:
         self.memory.close()
         self.store.close()
 
+    @property
+    def _queue(self) -> str:
+        """The namespace of episodes waiting for the next boundary (beside the memory's own, so queuing
+        one leaves the memory's revision, and its index cache, alone)."""
+        return f"{self.namespace}.queue"
+
+    def _marker(self) -> tuple[str | None, str | None]:
+        """What changes when any process commits to this memory: a round boundary, a curation, an import."""
+        return self.store.meta_get(f"{self.namespace}.boundary"), self.store.meta_get(f"{self.namespace}.version")
+
+    def _changed(self) -> None:
+        """Tell other processes on this store (replicas) that the memory changed (inside the write's transaction)."""
+        key = f"{self.namespace}.version"
+        self.store.meta_set(key, str(int(self.store.meta_get(key) or 0) + 1))
+
+    def _fresh(self) -> None:
+        """Reopen the memory when another process committed to it since this one last looked (two
+        ``guimem serve`` replicas on one store: what one commits at a boundary, the other recalls next)."""
+        marker = self._marker()
+        if marker != self._seen:
+            self.memory = self._open()
+            self._seen = marker
+
     def recall(self, request: RecallRequest) -> RecallReply:
         """What memory shows the agent for this step."""
         task = Task(id=request.task_id, goal=request.goal, app=request.app or request.observation.app,
                     params=request.params)
         with self._lock:
+            self._fresh()
             injection = self.memory.recall(RecallQuery(task=task, observation=request.observation, step=request.step,
                                                        slot=request.slot))
         return RecallReply(method=self.memory.name, injection=injection)
 
-    def learn(self, trajectories: list[Trajectory]) -> LearnReply:
-        """Learn from episodes, all in one transaction (all or nothing)."""
-        reply = LearnReply(episodes=len(trajectories), added=0, merged=0, dropped=0)
+    def learn(self, trajectories: list[Trajectory], end_round: bool = False) -> LearnReply:
+        """Keep episodes in the store for the next round boundary, all in one transaction (all or nothing);
+        with ``end_round``, apply the boundary too. Kept in the store, not in this process: any replica's
+        boundary learns them, and a process that stops before the boundary loses none."""
         with self._lock, self.store.transaction():
             for t in trajectories:
-                r = self.memory.learn(t)
-                reply.added += r.added
-                reply.merged += r.merged
-                reply.dropped += r.dropped
-                reply.queued += r.queued
+                item_id = new_id("ep-")
+                self.store.put(Record(item_id, "episode", self._queue, "queued", t.model_dump_json()),
+                               EventDraft("queued", item_id, self._queue, json.dumps({"episode": t.episode_id})))
+        reply = LearnReply(episodes=len(trajectories), added=0, merged=0, dropped=0, queued=len(trajectories))
+        if end_round:
+            report = self._boundary()
+            reply.added, reply.merged, reply.dropped, reply.queued = report.added, report.merged, report.dropped, 0
         return reply
 
-    def learn_file(self, path: Path) -> LearnReply:
+    def learn_file(self, path: Path, end_round: bool = False) -> LearnReply:
         """Learn from a trajectory file; a malformed line fails the whole file and stores nothing."""
-        return self.learn(read_trajectories(self._path(path, must_exist=True)))
+        return self.learn(read_trajectories(self._path(path, must_exist=True)), end_round)
 
     def end_round(self) -> Stats:
-        """Consolidate (merges, admissions) and return the counts."""
-        with self._lock, self.store.transaction():
-            self.memory.end_round()
+        """Learn the queued episodes, consolidate (merges, admissions) and return the counts."""
+        self._boundary()
         return self.stats()
+
+    def _boundary(self) -> LearnReport:
+        """One boundary at a time per memory, across processes: under the store's lock, catch up with what
+        others committed, learn every queued episode in the order it was queued, consolidate, mark them
+        learned — one transaction."""
+        report = LearnReport()
+        with self._lock, self.store.transaction():
+            self.store.lock(f"{self.namespace}.boundary")
+            self._fresh()
+            queued = self.store.query(self._queue, "episode", ["queued"])
+            for rec in queued:
+                r = self.memory.learn(Trajectory.model_validate_json(rec.body))
+                report.added, report.merged, report.dropped = (report.added + r.added, report.merged + r.merged,
+                                                               report.dropped + r.dropped)
+            self.memory.end_round()
+            for rec in queued:
+                self.store.put(Record(rec.id, "episode", self._queue, "learned", rec.body))
+            self.store.meta_set(f"{self.namespace}.boundary", str(self.memory.committed_round() + 1))
+            self._changed()
+            self._seen = self._marker()
+        if isinstance(self.memory, CacheOwner):
+            self.memory.save_cache()
+        return report
 
     def stats(self) -> Stats:
         """Item counts by kind and status."""
         raw = self.store.stats(self.namespace)
         items = {f"{kind}:{status}": n for (kind, status), n in sorted(raw.by_kind_status.items())}
         rnd = self.store.meta_get(f"{self.namespace}.round")
+        queued = self.store.stats(self._queue).by_kind_status.get(("episode", "queued"), 0)
         return Stats(method=self.memory.name, namespace=self.namespace, items=items, events=raw.events,
-                     round=int(rnd) if rnd is not None else None, committed_round=self.memory.committed_round())
+                     round=int(rnd) if rnd is not None else None, committed_round=self.memory.committed_round(),
+                     queued=queued)
 
     def list_items(self, kind: str | None = None, status: str | None = None) -> list[ItemSummary]:
         """Current items, optionally filtered."""
@@ -168,7 +221,11 @@ class MemoryService:
             raise ConfigError(f"{self.memory.name} items have no admission lifecycle",
                               suggestion="curation applies to steer and stack memories")
         with self._lock, self.store.transaction():
+            self.store.lock(f"{self.namespace}.boundary")
+            self._fresh()
             self.memory.set_status(item_id, status, reason)
+            self._changed()
+            self._seen = self._marker()
         rec = self._record(item_id)
         return ItemSummary(id=rec.id, kind=rec.kind, status=rec.status, version=rec.version,
                            summary=_summary(rec.kind, json.loads(rec.body)))
@@ -236,6 +293,8 @@ class MemoryService:
                 logged += 1
             self._import_round(header.round)
             self.memory = self._reopen(source)
+            self._changed()
+            self._seen = self._marker()
         return TransferReply(path=str(source), records=written, events=logged)
 
     def _import_versions(self, item_id: str, versions: list[ExportRecord]) -> int:

@@ -199,10 +199,7 @@ def _memory_routes(app: FastAPI, service: MemoryService, secured: list[Any]) -> 
 
     @app.post("/v1/learn", response_model=LearnReply, responses=WRITE, dependencies=[*secured, strict(LearnRequest)])
     def learn(request: LearnRequest) -> LearnReply:
-        reply = service.learn(request.trajectories)
-        if request.end_round:
-            service.end_round()
-        return reply
+        return service.learn(request.trajectories, end_round=request.end_round)
 
     @app.post("/v1/end_round", response_model=Stats, responses=WRITE,
               dependencies=[*secured, strict(EndRoundRequest)])

@@ -62,10 +62,7 @@ def _agent_tools(server: MCPServer[Any], service: MemoryService) -> None:
         """Learn from finished episodes (all or nothing); optionally apply the round boundary."""
         def run() -> dict[str, Any]:
             parsed = [Trajectory.model_validate(t) for t in trajectories]
-            reply = service.learn(parsed).model_dump(mode="json")
-            if end_round:
-                service.end_round()
-            return reply
+            return service.learn(parsed, end_round=end_round).model_dump(mode="json")
 
         return _safe(run)
 

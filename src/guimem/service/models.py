@@ -29,8 +29,9 @@ class RecallReply(BaseModel):
 
 
 class LearnReply(BaseModel):
-    """What learning did (``queued``: episodes kept for the next round boundary, as every method's
-    contract says: what is learned is recalled after ``end_round``)."""
+    """What learning did (``queued``: episodes kept in the store for the next round boundary, as every
+    method's contract says: what is learned is recalled after ``end_round``; ``added``/``merged``/
+    ``dropped``: what the boundary did with them, when the same call ended the round)."""
 
     episodes: int
     added: int
@@ -70,7 +71,8 @@ class Stats(BaseModel):
     """Counts of a memory.
 
     ``round``: round boundaries the admission lifecycle has passed (steer, stack; None for others).
-    ``committed_round``: the last round boundary committed by the evaluation (0-based; -1 for none).
+    ``committed_round``: the last round boundary committed (0-based; -1 for none).
+    ``queued``: episodes learned and waiting in the store for the next round boundary.
     """
 
     method: str
@@ -79,6 +81,7 @@ class Stats(BaseModel):
     events: int
     round: int | None = None
     committed_round: int = -1
+    queued: int = 0
 
 
 class TransferReply(BaseModel):

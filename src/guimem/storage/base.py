@@ -120,6 +120,11 @@ class Store(Protocol):
         """Append one event."""
         ...
 
+    def lock(self, name: str) -> None:
+        """Inside a transaction: hold an exclusive lock on ``name`` until it ends (other processes, on
+        any machine, wait for it), e.g. so one round boundary of a namespace runs at a time."""
+        ...
+
     def get(self, item_id: str) -> Record:
         """The current version of an item; raises `NotFoundError`."""
         ...

@@ -132,6 +132,17 @@ class PostgresStore(SQLReads):
                 "RETURNING seq", (event.type, event.item_id, event.namespace, event.payload, now)).fetchone()
         return Event(int(row[0]) if row else 0, event.type, event.item_id, event.namespace, event.payload, now)
 
+    def lock(self, name: str) -> None:
+        """A transaction-scoped advisory lock on ``name`` (released at commit or rollback).
+
+        Raises:
+            StoreError: Not inside a transaction.
+        """
+        if self._depth == 0:
+            raise StoreError(f"lock({name!r}) outside a transaction")
+        with self._lock:
+            self._conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 1))", (name,))
+
     def meta_set(self, key: str, value: str) -> None:
         """Set a store-level setting."""
         with self.transaction():

@@ -160,6 +160,15 @@ class SQLiteStore(SQLReads):
             )
         return Event(int(cur.lastrowid or 0), event.type, event.item_id, event.namespace, event.payload, now)
 
+    def lock(self, name: str) -> None:
+        """Nothing to take: a SQLite write transaction (``BEGIN IMMEDIATE``) already excludes every other writer.
+
+        Raises:
+            StoreError: Not inside a transaction.
+        """
+        if self._depth == 0:
+            raise StoreError(f"lock({name!r}) outside a transaction")
+
     def meta_set(self, key: str, value: str) -> None:
         """Set a store-level setting."""
         with self.transaction():

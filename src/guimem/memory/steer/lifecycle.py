@@ -394,3 +394,7 @@ class AdmissionMembers:
         """Learn and consolidate the round in one transaction, then refresh the index cache."""
         super().commit_round(round_index, trajectories)  # type: ignore[misc]
         self.lifecycle.save_cache()
+
+    def save_cache(self) -> None:
+        """Refresh the index cache of the admission lifecycle."""
+        self.lifecycle.save_cache()
