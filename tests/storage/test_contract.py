@@ -213,3 +213,22 @@ def test_a_lock_makes_read_then_write_safe_across_processes(store_url):
     with pytest.raises(StoreError, match="outside a transaction"):
         s.lock("x")
     s.close()
+
+
+def test_changes_since_a_position_are_the_current_versions_written_after_it(store):
+    from guimem.storage.base import Versioned
+
+    assert isinstance(store, Versioned)
+    store.put(rec("a"))
+    store.put(rec("b"))
+    seen = store.position("graph")
+    store.put(rec("c"))
+    store.put(rec("b", '{"v": 2}'))  # b: older, written after c — still listed before it (creation order)
+    store.put(rec("c", '{"v": 2}', status="retired"))
+    store.put(Record(id="z", kind="node", namespace="other", status="active", body="{}"))
+    now = store.position("graph")
+    assert now > seen and store.position("nothing") == 0
+    changed = store.changes("graph", seen, now)
+    assert [(c.record.id, c.record.version, c.record.status, c.new) for c in changed] == [
+        ("b", 2, "active", False), ("c", 2, "retired", True)]
+    assert store.changes("graph", now, store.position("graph")) == []

@@ -13,7 +13,7 @@ from guimem.harness.episode import EpisodeSettings, run_episode
 from guimem.harness.factory import make_env, make_policy
 from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir
 from guimem.llm import create_llm
-from guimem.memory.base import Memory, SkillRunner
+from guimem.memory.base import Memory, Refreshable, SkillRunner
 from guimem.memory.factory import open_memory
 from guimem.settings import GuimemSettings
 from guimem.tasks import SuiteEntry
@@ -61,13 +61,15 @@ class Workbench:
     stores: each method its own SQLite file in the run folder, or, with ``store_url`` (the spec's
     ``store`` with its password), one shared store with a namespace per run and method. The main
     process keeps its memory across rounds (it is the one that learns at each boundary); worker
-    processes ask for ``fresh`` memory to see a new round's snapshot.
+    processes ask for ``fresh`` memory to see a new round's snapshot: a memory that can catch up
+    with its store (`Refreshable`, ``refresh``) reads only what the boundary wrote, another is reopened.
     """
 
     spec: EvalSpec
     run_dir: RunDir
     settings: GuimemSettings
     store_url: str = ""
+    refresh: bool = True
     _env: Env | None = None
     _policy: Policy | None = None
     _embedder: CachedEmbedder | None = None
@@ -106,6 +108,9 @@ class Workbench:
         """The memory of ``method`` (reopened from its store when ``fresh`` and the round changed)."""
         cached = self._memories.get(method)
         if cached is not None and not (fresh and cached[0] != round_index):
+            return cached[1]
+        if cached is not None and self.refresh and isinstance(cached[1], Refreshable) and cached[1].refresh():
+            self._memories[method] = (round_index, cached[1])  # caught up with the round: only its changes read
             return cached[1]
         if cached is not None:
             cached[1].close()

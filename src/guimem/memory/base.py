@@ -26,6 +26,7 @@ from typing import Protocol, runtime_checkable
 
 from guimem.envs.base import Env, Transition
 from guimem.storage import Store
+from guimem.storage.base import Change, Versioned
 from guimem.types import Action, Injection, Observation, Step, Task, Trajectory
 
 
@@ -119,6 +120,37 @@ class Curator(Protocol):
     def set_status(self, item_id: str, status: str, reason: str) -> None:
         """Move an item to ``status`` (checked against the lifecycle, logged as an event)."""
         ...
+
+
+@runtime_checkable
+class Refreshable(Protocol):
+    """A memory that can catch up with its store without reopening (evaluation workers, each round)."""
+
+    def refresh(self) -> bool:
+        """Apply what was committed to the store since this memory opened or last refreshed, reading only
+        that; False when it cannot (the caller then reopens the memory)."""
+        ...
+
+
+class Cursor:
+    """How far a memory's view of its namespace has read the store (`Versioned` stores only).
+
+    Args:
+        store: The memory's store.
+        namespace: The memory's namespace.
+    """
+
+    def __init__(self, store: Store, namespace: str) -> None:
+        self.store = store
+        self.namespace = namespace
+        self.position = store.position(namespace) if isinstance(store, Versioned) else None
+
+    def pending(self) -> tuple[list[Change], int] | None:
+        """What was written since (and the position it reaches), or None when the store cannot tell."""
+        if self.position is None or not isinstance(self.store, Versioned):
+            return None
+        now = self.store.position(self.namespace)
+        return (self.store.changes(self.namespace, self.position, now) if now != self.position else []), now
 
 
 class RoundLog:

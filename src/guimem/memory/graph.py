@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from pydantic import BaseModel
 
 from guimem.embeddings import cosine
-from guimem.memory.base import LearnReport, RecallQuery, RoundBuffer, RoundLog, StoredRounds
+from guimem.memory.base import Cursor, LearnReport, RecallQuery, RoundBuffer, RoundLog, StoredRounds
 from guimem.memory.generalise import state_text
 from guimem.memory.indexcache import IndexCache, SavesCache
 from guimem.memory.kit import MemoryKit
@@ -101,6 +101,7 @@ class GraphMemory(SavesCache, StoredRounds):
         self.nodes = ItemTable(kit, ItemKind.NODE, NodeBody)
         self.edges = ItemTable(kit, ItemKind.EDGE, EdgeBody)
         self.cache = IndexCache(kit)
+        self.cursor = Cursor(kit.store, kit.namespace)  # before loading: the view below is of this position
         self._load()
 
     @property
@@ -142,6 +143,27 @@ class GraphMemory(SavesCache, StoredRounds):
             self._edge_sources.add(edge_ids, np.stack(edge_vecs))
         self._dirty = True
         self._save_cache()
+
+    def refresh(self) -> bool:
+        """Catch up with the store: nodes and edges are written once, so what was written since is new
+        nodes and edges, added to the index and the adjacency (anything else: False, reopen)."""
+        found = self.cursor.pending()
+        if found is None:
+            return False
+        changed, position = found
+        flat = self.settings.structure is Structure.FLAT
+        for change in changed:
+            rec = change.record
+            vec = rec.vector_array()
+            if not change.new or rec.version != 1 or (rec.kind == ItemKind.NODE.value and vec is None):
+                return False
+            if rec.kind == ItemKind.NODE.value and rec.id not in self._nodes:
+                self._nodes.add([rec.id], vec[None, :])  # type: ignore[index]
+            elif rec.kind == ItemKind.EDGE.value and rec.status == "active":
+                self._index_edge(rec.id, EdgeBody.model_validate_json(rec.body), vec if flat else None)
+            self._dirty = True
+        self.cursor.position = position
+        return True
 
     def _save_cache(self) -> None:
         """Write the cache when something changed since it was read (outside any open transaction)."""

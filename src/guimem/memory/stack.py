@@ -221,6 +221,14 @@ class StackMemory(SavesCache, AdmissionMembers, StoredRounds):
         self._unsaved = False
 
 
+    def refresh(self) -> bool:
+        """Catch up with the store without reopening; the new items' texts are embedded when recall needs them."""
+        if not self.lifecycle.refresh():
+            return False
+        if self.lifecycle.loaded:
+            self._warm()
+        return True
+
     def end_round(self) -> None:
         """Gate decisions, merges, the next round; then embed the new items."""
         self.lifecycle.end_round()

@@ -178,6 +178,27 @@ def is_shared_url(url: str) -> bool:
     return url.startswith(("postgresql://", "postgres://"))
 
 
+@dataclass(frozen=True)
+class Change:
+    """An item written since a reader's position: its current version, and whether it is new since then."""
+
+    record: Record
+    new: bool
+
+
+@runtime_checkable
+class Versioned(Protocol):
+    """A store that can say what changed in a namespace since a reader last looked (the SQL stores can)."""
+
+    def position(self, namespace: str) -> int:
+        """Where the namespace's writes have reached."""
+        ...
+
+    def changes(self, namespace: str, since: int, until: int) -> list[Change]:
+        """Current versions of the items written after ``since`` up to ``until``, in creation order."""
+        ...
+
+
 def create_store(url: str, registry: Registry | None = None, *, create: bool = True) -> Store:
     """Open a store from a URL: ``postgresql://...`` or a SQLite path (``sqlite:///path`` or ``path``).
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from guimem.errors import DataError, NotFoundError
-from guimem.storage.base import Event, Record, StoreStats
+from guimem.storage.base import Change, Event, Record, StoreStats
 
 COLUMNS = "id, kind, namespace, status, body, vector, version, created_at"
 
@@ -101,6 +101,22 @@ class SQLReads(ABC):
         rows = self._all(f"SELECT count(*), coalesce(max({self.first_order}), 0) FROM items WHERE namespace = ?",
                          (namespace,))
         return f"{int(rows[0][0])}:{int(rows[0][1])}"
+
+    def position(self, namespace: str) -> int:
+        """Where the namespace's writes have reached (a marker that only grows: the last write's sequence)."""
+        rows = self._all(f"SELECT coalesce(max({self.first_order}), 0) FROM items WHERE namespace = ?", (namespace,))
+        return int(rows[0][0])
+
+    def changes(self, namespace: str, since: int, until: int) -> list[Change]:
+        """The current versions of the items written after position ``since`` up to ``until``, in the order
+        the items were first created (as `query` gives them), each saying whether the item itself is new
+        since then: what a reader that loaded the namespace at ``since`` applies to be at ``until``. Exact
+        when nothing writes the namespace while it is read (an evaluation between its round boundaries)."""
+        first = f"(SELECT min(first.{self.first_order}) FROM items first WHERE first.id = items.id)"
+        rows = self._all(f"SELECT {COLUMNS}, {first} FROM items WHERE namespace = ? AND current "
+                         f"AND {self.first_order} > ? AND {self.first_order} <= ? ORDER BY {first}",
+                         (namespace, since, until))
+        return [Change(to_record(r), int(r[8]) > since) for r in rows]
 
     def namespaces(self) -> list[str]:
         """Namespaces that hold items or events."""

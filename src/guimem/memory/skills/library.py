@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from guimem.embeddings import EmbedRole
 from guimem.envs.base import Env, Transition
-from guimem.memory.base import LearnReport, RecallQuery, RoundBuffer, RoundLog, StoredRounds
+from guimem.memory.base import Cursor, LearnReport, RecallQuery, RoundBuffer, RoundLog, StoredRounds
 from guimem.memory.indexcache import IndexCache, SavesCache
 from guimem.memory.kit import MemoryKit
 from guimem.memory.program import SkillProgram, can_start, execute, record_use
@@ -86,6 +86,7 @@ class SkillMemory(SavesCache, StoredRounds):
         self._names: dict[str, str] | None = None  # name -> id, when opened from the index cache
         self._counts: dict[str, int] = {}
         self._dirty = False
+        self.cursor = Cursor(kit.store, kit.namespace)  # before loading: the view below is of this position
         if not self._open_cached():
             self._load()
             self._save_cache()
@@ -130,6 +131,26 @@ class SkillMemory(SavesCache, StoredRounds):
                   else np.zeros(0, dtype="<U1")}
         self.cache.save_index("skills", self._index, arrays, {"counts": self.stats()})
         self._dirty = False
+
+    def refresh(self) -> bool:
+        """Catch up with the store: new and changed skills (merged support, status) update the index and
+        the names; the counts are recounted in the store; nothing else is read."""
+        found = self.cursor.pending()
+        if found is None:
+            return False
+        changed, position = found
+        for rec in (c.record for c in changed):
+            if rec.kind != ItemKind.SKILL.value:
+                continue
+            body = SkillBody.model_validate_json(rec.body)
+            if self._names is not None:  # opened from the cache: keep its names current
+                self._names[body.name] = rec.id
+            self._remember(rec.id, body, rec.status, rec.vector_array())
+        if self._names is not None and changed:  # and its counts: one grouped count in the store
+            counts = self.kit.store.stats(self.kit.namespace).by_kind_status
+            self._counts = {status: n for (kind, status), n in counts.items() if kind == ItemKind.SKILL.value}
+        self.cursor.position = position
+        return True
 
     def _ensure_loaded(self) -> None:
         if self._names is not None:

@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
 from guimem.errors import DataError, NotFoundError
-from guimem.memory.base import LearnReport
+from guimem.memory.base import Cursor, LearnReport
 from guimem.memory.indexcache import IndexCache
 from guimem.memory.kit import MemoryKit
 from guimem.memory.settings import AdmissionRules, GateSettings
@@ -35,6 +35,7 @@ from guimem.memory.steer.items import (
 from guimem.memory.steer.propose import Proposer
 from guimem.memory.steer.trials import Arm, assign, gate, record
 from guimem.memory.table import EventType, ItemTable
+from guimem.storage.base import Change
 from guimem.types import ItemKind, Task, Trajectory
 
 Entry = tuple[KnowledgeItem, ItemStatus]
@@ -90,6 +91,7 @@ class Admission:
         self.history: dict[str, list[TrialRecord]] = self._load_history() if rules else {}
         self.table = ItemTable(kit, ItemKind.KNOWLEDGE, KnowledgeItem)
         self._buckets: dict[tuple[str, str], list[tuple[int, str]]] | None = None
+        self.cursor = Cursor(kit.store, kit.namespace)  # before loading: the view below is of this position
         if not self._open_cached():
             self._load()
             self.save_cache()
@@ -185,6 +187,53 @@ class Admission:
             for name, array in arrays.items():
                 np.save(folder / f"{name}.npy", array)
         self.cache.save("knowledge", write, {"counts": self.stats()})
+
+    def refresh(self) -> bool:
+        """Catch up with the store (a worker between rounds): the round, the task history, and the items
+        written since — their status, scope bucket and counts; nothing else is read. False when an item
+        comes back to being shown after leaving (its place in entry order is not known here: reopen)."""
+        found = self.cursor.pending()
+        if found is None or self._evidence or self._proposals:  # a process that learns does not refresh
+            return False
+        changed, position = found
+        records = [c for c in changed if c.record.kind == ItemKind.KNOWLEDGE.value]
+        if self._loaded is not None:
+            for rec in (c.record for c in records):  # new ids go last, in creation order, as a fresh read gives
+                self._loaded[rec.id] = (KnowledgeItem.model_validate_json(rec.body), ItemStatus(rec.status))
+            self._buckets = None
+        elif not self._apply_to_buckets(records):
+            return False
+        self.round = int(self.kit.store.meta_get(f"{self.kit.namespace}.round") or 0)
+        self.history = self._load_history() if self.rules else {}
+        self.cursor.position = position
+        return True
+
+    def _apply_to_buckets(self, records: list[Change]) -> bool:
+        """Opened from the cache: move changed items in or out of their buckets; keep their entries; recount."""
+        buckets = self._buckets if self._buckets is not None else {}
+        where = {item_id: (key, pos) for key, entries in buckets.items() for pos, item_id in entries}
+        last = max((pos for _, pos in where.values()), default=-1)
+        for change in records:
+            rec = change.record
+            item, status = KnowledgeItem.model_validate_json(rec.body), ItemStatus(rec.status)
+            self._fetched[rec.id] = (item, status)
+            live = status in (ItemStatus.ADMITTED, *UNDER_TEST)
+            if rec.id in where:
+                key, pos = where.pop(rec.id)
+                buckets[key] = [e for e in buckets[key] if e[1] != rec.id]
+                if live:
+                    buckets.setdefault(_bucket(item), []).append((pos, rec.id))
+                    buckets[_bucket(item)].sort()
+            elif live:
+                if not change.new:
+                    return False
+                last += 1
+                buckets.setdefault(_bucket(item), []).append((last, rec.id))
+        self._buckets = buckets
+        if records:  # one grouped count in the store, not a read of every item
+            counts = self.kit.store.stats(self.kit.namespace).by_kind_status
+            self._counts = {status: n for (kind, status), n in counts.items() if kind == ItemKind.KNOWLEDGE.value}
+        return True
 
     def _entry(self, item_id: str) -> Entry | None:
         """One item (without reading them all when the memory opened from the cache)."""
@@ -398,3 +447,7 @@ class AdmissionMembers:
     def save_cache(self) -> None:
         """Refresh the index cache of the admission lifecycle."""
         self.lifecycle.save_cache()
+
+    def refresh(self) -> bool:
+        """Catch up with the store without reopening (see `Admission.refresh`)."""
+        return self.lifecycle.refresh()

@@ -1,0 +1,94 @@
+"""A worker's memory catches up with the rounds committed by another process (reading only what changed)
+and then recalls exactly what a fresh open of the store recalls."""
+
+from __future__ import annotations
+
+import pytest
+
+from guimem.embeddings import CachedEmbedder
+from guimem.embeddings.hashing import HashingEmbedder
+from guimem.memory.base import RecallQuery, Refreshable
+from guimem.memory.factory import open_memory
+from guimem.settings import GuimemSettings
+from guimem.testing import FormEnv
+from guimem.types import ActionKind, Role, Task
+from tests.memory.conftest import CANCEL, LOGIN, PASS, USER, episode
+
+EMBEDDER = CachedEmbedder(HashingEmbedder(128))
+SCRIPTS = [[USER, PASS, LOGIN], [LOGIN], [USER, CANCEL], [PASS, USER, LOGIN]]
+
+
+def _open(method: str, path, cache):
+    settings = GuimemSettings()
+    settings.cache_dir = cache
+    return open_memory(method, str(path), settings, namespace=method, embedder=EMBEDDER, env_factory=FormEnv)
+
+
+def _queries() -> list[RecallQuery]:
+    out = []
+    for task_id, fields in [("form", ("username", "password")), *[(f"pin{r}", ("username", f"pin{r}"))
+                                                                  for r in (1, 2, 3)]]:
+        for seed in (3, 4):
+            env = FormEnv(fields)
+            obs = env.reset(Task(id=task_id, goal="", app="form", seed=seed))
+            out += [RecallQuery(task=env.task, observation=obs, slot=slot) for slot in (0, 1)]
+    return out
+
+
+def _view(memory) -> list[object]:
+    views: list[object] = [memory.stats()]
+    for q in _queries():
+        inj = memory.recall(q)
+        views.append(([(i.id, i.text, i.trial) for i in inj.items], sorted(inj.withheld), inj.abstained))
+    return views
+
+
+@pytest.mark.parametrize("method", ["graph", "skills", "steer", "stack"])
+@pytest.mark.parametrize("worker_cache", ["own", "shared"])
+def test_a_refreshed_worker_recalls_what_a_fresh_open_recalls(tmp_path, method, worker_cache):
+    path = tmp_path / f"{method}.sqlite"
+    main = _open(method, path, tmp_path / "main-cache")
+    main.commit_round(0, [episode(s, seed=i + 1) for i, s in enumerate(SCRIPTS)])
+    # another node has its own cache folder (opens from the store); the same machine shares the main's
+    worker = _open(method, path, tmp_path / ("worker-cache" if worker_cache == "own" else "main-cache"))
+    assert isinstance(worker, Refreshable)
+    seen = [_view(worker)]
+    for round_index in (1, 2, 3):
+        trajectories = [episode(s, seed=10 * round_index + i, memory=main, round_index=round_index, slot=i % 2)
+                        for i, s in enumerate(SCRIPTS)]
+        # and a form never seen before: new screens, subgoals, skills and items every round
+        pin = (ActionKind.TYPE, {"role": Role.TEXTBOX, "label": f"pin{round_index}"}, f"pin{round_index}")
+        for i, script in enumerate([[USER, pin, LOGIN], [pin, LOGIN], [USER, pin, LOGIN]]):
+            form = FormEnv(("username", f"pin{round_index}"))
+            trajectories.append(episode(script, seed=20 * round_index + i, env=form, task_id=f"pin{round_index}",
+                                        memory=main, round_index=round_index, slot=i))
+        main.commit_round(round_index, trajectories)
+        assert worker.refresh(), "caught up without reopening"
+        fresh = _open(method, path, None)
+        assert _view(worker) == _view(fresh), f"round {round_index}"
+        seen.append(_view(fresh))
+        fresh.close()
+    assert len({repr(v) for v in seen}) == len(seen), "every round changed what is recalled"
+    assert worker.refresh() and _view(worker) == _view(main)
+    worker.close()
+    main.close()
+
+
+def test_a_store_that_cannot_tell_its_changes_is_reopened(tmp_path):
+    from guimem.memory.kit import MemoryKit
+    from guimem.memory.steer.memory import SteerMemory
+    from guimem.storage.sqlite import SQLiteStore
+    from guimem.tokens import WhitespaceCounter
+
+    class Opaque:  # a store without positions (e.g. a user's backend)
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __getattr__(self, name):
+            if name in ("position", "changes"):
+                raise AttributeError(name)
+            return getattr(self.inner, name)
+
+    store = Opaque(SQLiteStore(tmp_path / "m.sqlite"))
+    mem = SteerMemory(MemoryKit(store, EMBEDDER, WhitespaceCounter(), "steer"))  # type: ignore[arg-type]
+    assert mem.refresh() is False
