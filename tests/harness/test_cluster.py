@@ -30,10 +30,10 @@ def one_process(tmp_path_factory):
     return strip_timing(summary.model_dump(mode="json")["methods"])
 
 
-def _eval(out: Path, address: str, dsn: str) -> subprocess.Popen[str]:
+def _eval(out: Path, address: str, dsn: str, workers: int = 2) -> subprocess.Popen[str]:
     cmd = [sys.executable, "-m", "guimem.cli", "eval", "--env", "form", "--suite", str(DATA / "form_suite.json"),
-           "--rounds", "3", "--methods", ",".join(METHODS), "--backend", "ray", "--address", address, "--workers", "2",
-           "--store", dsn, "--out", str(out), "--json"]
+           "--rounds", "3", "--methods", ",".join(METHODS), "--backend", "ray", "--address", address,
+           "--workers", str(workers), "--store", dsn, "--out", str(out), "--json"]
     env = {**os.environ, "GUIMEM_EMBEDDER__NAME": "hashing"}
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=out.parent)
@@ -89,3 +89,13 @@ def test_a_worker_node_killed_mid_round_changes_nothing_in_the_summary(tmp_path,
     assert strip_timing(json.loads(stdout)["methods"]) == one_process
     keys = [r.key for r in RunDir(out).results()]
     assert len(keys) == len(set(keys)) == 60, "no episode counted twice, none lost"
+
+
+@pytest.mark.slow
+def test_more_workers_than_the_cluster_has_cpus_run_on_the_cpus_there_are(tmp_path, pg_dsn, one_process):
+    with _cluster(tmp_path) as cluster:
+        proc = _eval(tmp_path / "run", cluster.address, pg_dsn, workers=5)
+        stdout, stderr = proc.communicate(timeout=600)
+    assert proc.returncode == 0, stderr[-3000:]
+    assert "the Ray cluster has 2 CPUs: 2 workers instead of 5" in stderr
+    assert strip_timing(json.loads(stdout)["methods"]) == one_process

@@ -225,3 +225,20 @@ def test_skills_open_from_the_cache_and_read_bodies_on_demand(kit, tmp_path):
     obs = env.reset(query().task)
     _, performed = again.run_skill(env, Action(kind=ActionKind.RUN_SKILL, skill=name), env.task, obs)
     assert performed, "a skill known only by its cached name still runs"
+
+
+def test_skills_opened_without_a_cache_keep_no_bodies_and_write_the_cache(kit, tmp_path):
+    from guimem.memory.settings import SkillSettings
+    from guimem.memory.skills.library import SkillMemory
+    from guimem.testing import FormEnv
+
+    settings = SkillSettings(match_state=False)
+    skills = SkillMemory(kit, settings, env_factory=FormEnv)  # no cache folder at all
+    skills.learn(episode([USER, PASS, LOGIN], seed=1))
+    skills.commit_round(0, [])
+    expected = ([(i.id, i.name, i.text) for i in skills.recall(query()).items], skills.stats())
+    cached = _cached(kit, tmp_path)
+    first = SkillMemory(cached, settings, env_factory=FormEnv)  # a million parsed bodies would not fit
+    assert first._names is not None and not first._bodies and not first._skills
+    assert ([(i.id, i.name, i.text) for i in first.recall(query()).items], first.stats()) == expected
+    assert any((tmp_path / "cache").rglob("names.npy")), "and the cache is written for the next open"

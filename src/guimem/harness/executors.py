@@ -138,9 +138,27 @@ class RayExecutor:
             self._connect(address, workers)
         if address:  # another machine's folders: each node keeps its index cache where its own settings say
             settings = settings.model_copy(update={"cache_dir": None})
+            workers = self._fit(workers)
         args = (spec.model_dump_json(), str(run_dir.path.resolve()), settings.model_dump_json(), store_url)
         actor: Any = ray.remote(num_cpus=1)(_RayWorker)
         self._actors: list[Any] = [actor.remote(*args) for _ in range(workers)]
+
+    def _fit(self, workers: int) -> int:
+        """As many actors as the cluster has CPUs for (an actor that can never be placed would hold its
+        episode forever).
+
+        Raises:
+            ConfigError: The cluster offers no CPU.
+        """
+        cpus = int(self._ray.cluster_resources().get("CPU", 0))  # type: ignore[no-untyped-call]
+        if cpus < 1:
+            from guimem.errors import ConfigError
+
+            raise ConfigError("the Ray cluster offers no CPU for episodes",
+                              suggestion="add worker nodes (`ray start --address HEAD:PORT --num-cpus N`)")
+        if workers > cpus:
+            log.warning("the Ray cluster has %d CPUs: %d workers instead of %d", cpus, cpus, workers)
+        return min(workers, cpus)
 
     def _connect(self, address: str | None, workers: int) -> None:
         ray = self._ray

@@ -62,14 +62,13 @@ class Workbench:
     ``store`` with its password), one shared store with a namespace per run and method. The main
     process keeps its memory across rounds (it is the one that learns at each boundary); worker
     processes ask for ``fresh`` memory to see a new round's snapshot: a memory that can catch up
-    with its store (`Refreshable`, ``refresh``) reads only what the boundary wrote, another is reopened.
+    with its store (`Refreshable`) reads only what the boundary wrote, another is reopened.
     """
 
     spec: EvalSpec
     run_dir: RunDir
     settings: GuimemSettings
     store_url: str = ""
-    refresh: bool = True
     _env: Env | None = None
     _policy: Policy | None = None
     _embedder: CachedEmbedder | None = None
@@ -109,7 +108,7 @@ class Workbench:
         cached = self._memories.get(method)
         if cached is not None and not (fresh and cached[0] != round_index):
             return cached[1]
-        if cached is not None and self.refresh and isinstance(cached[1], Refreshable) and cached[1].refresh():
+        if cached is not None and isinstance(cached[1], Refreshable) and cached[1].refresh():
             self._memories[method] = (round_index, cached[1])  # caught up with the round: only its changes read
             return cached[1]
         if cached is not None:

@@ -88,8 +88,7 @@ class SkillMemory(SavesCache, StoredRounds):
         self._dirty = False
         self.cursor = Cursor(kit.store, kit.namespace)  # before loading: the view below is of this position
         if not self._open_cached():
-            self._load()
-            self._save_cache()
+            self._open_light()
 
     def _load(self) -> None:
         """Read every skill from the store (the index rebuilt in one batch)."""
@@ -107,6 +106,29 @@ class SkillMemory(SavesCache, StoredRounds):
         if ids:
             self._index.add(ids, np.stack(vecs))
         self._dirty = True
+
+    def _open_light(self) -> None:
+        """Open without a cache: read every skill once, keep only what recall needs (the recallable
+        skills' vectors in the index, names, counts) and write the cache; bodies are read on demand, as
+        after a cached open (a million skills' parsed bodies do not fit in memory; their names do)."""
+        names: dict[str, str] = {}
+        counts: dict[str, int] = {}
+        ids, vecs = [], []
+        for rec in self.kit.store.query(self.kit.namespace, ItemKind.SKILL.value):
+            names[SkillBody.model_validate_json(rec.body).name] = rec.id  # validated (a store is hostile), not kept
+            counts[rec.status] = counts.get(rec.status, 0) + 1
+            vec = rec.vector_array()
+            if vec is not None and self._recallable(rec.status):
+                ids.append(rec.id)
+                vecs.append(vec)
+        self._index = create_index(self.kit.vector_index, self.kit.embedder.dim)
+        if ids:
+            self._index.add(ids, np.stack(vecs))
+        self._names, self._counts = names, counts
+        order = sorted(names)
+        arrays = {"names": np.asarray(order, dtype=str) if order else np.zeros(0, dtype="<U1"),
+                  "ids": np.asarray([names[n] for n in order], dtype=str) if order else np.zeros(0, dtype="<U1")}
+        self.cache.save_index("skills", self._index, arrays, {"counts": counts})
 
     def _open_cached(self) -> bool:
         """Open from the index cache: the recallable skills' vectors and their names; bodies are read
