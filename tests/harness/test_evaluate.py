@@ -142,3 +142,14 @@ def test_lines_and_a_snapshot_torn_by_a_crash_do_not_stop_the_resume(tmp_path):
         fh.write(b'{"method": "steer", "round": 1, "ta')  # and the results line after it
     resumed = Evaluation(spec(methods=["graph", "steer"]), tmp_path / "run", settings()).run()
     assert strip_timing(resumed.model_dump()["methods"]) == strip_timing(full.model_dump()["methods"])
+
+
+def test_local_workers_share_the_cores_out_for_the_embedder_threads(tmp_path):
+    from guimem.harness.executors import ProcessExecutor
+
+    executor = ProcessExecutor(spec(workers=2), RunDir(tmp_path), settings(), workers=2)
+    try:
+        threads = executor._pool.apply(os.getenv, ("OMP_NUM_THREADS",))
+    finally:
+        executor.close()
+    assert threads == str(max(1, (os.cpu_count() or 1) // 2))
