@@ -85,6 +85,7 @@ class SkillMemory(SavesCache, StoredRounds):
         self.cache = IndexCache(kit)
         self._names: dict[str, str] | None = None  # name -> id, when opened from the index cache
         self._counts: dict[str, int] = {}
+        self._counts_stale = False  # skills changed since the counts were read (refresh): recount when asked
         self._dirty = False
         self.cursor = Cursor(kit.store, kit.namespace)  # before loading: the view below is of this position
         if not self._open_cached():
@@ -156,7 +157,7 @@ class SkillMemory(SavesCache, StoredRounds):
 
     def refresh(self) -> bool:
         """Catch up with the store: new and changed skills (merged support, status) update the index and
-        the names; the counts are recounted in the store; nothing else is read."""
+        the names (the counts are recounted in the store when asked); nothing else is read."""
         found = self.cursor.pending()
         if found is None:
             return False
@@ -168,9 +169,7 @@ class SkillMemory(SavesCache, StoredRounds):
             if self._names is not None:  # opened from the cache: keep its names current
                 self._names[body.name] = rec.id
             self._remember(rec.id, body, rec.status, rec.vector_array())
-        if self._names is not None and changed:  # and its counts: one grouped count in the store
-            counts = self.kit.store.stats(self.kit.namespace).by_kind_status
-            self._counts = {status: n for (kind, status), n in counts.items() if kind == ItemKind.SKILL.value}
+        self._counts_stale = self._counts_stale or bool(changed)  # recounted in the store when asked
         self.cursor.position = position
         return True
 
@@ -331,6 +330,10 @@ class SkillMemory(SavesCache, StoredRounds):
     def stats(self) -> dict[str, int]:
         """Skills by status."""
         if self._names is not None:
+            if self._counts_stale:  # one grouped count in the store, not a read of every skill
+                counts = self.kit.store.stats(self.kit.namespace).by_kind_status
+                self._counts = {status: n for (kind, status), n in counts.items() if kind == ItemKind.SKILL.value}
+                self._counts_stale = False
             return dict(self._counts)
         out: dict[str, int] = {}
         for _, _, status in self._skills.values():

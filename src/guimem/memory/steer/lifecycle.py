@@ -84,6 +84,7 @@ class Admission:
         self._loaded: dict[str, Entry] | None = None  # every item; None until something needs them all
         self._fetched: dict[str, Entry] = {}  # items read one by one for recall while _loaded is None
         self._counts: dict[str, int] = {}
+        self._counts_stale = False  # items changed since the counts were read (refresh): recount when asked
         self.cache = IndexCache(kit)
         self._proposals: list[KnowledgeItem] = []
         self._evidence: dict[str, list[TrialRecord]] = {}
@@ -137,7 +138,7 @@ class Admission:
     def has_items(self) -> bool:
         """Whether the memory holds any item (of any status), without reading them all."""
         if self._loaded is None:
-            return sum(self._counts.values()) > 0
+            return self._counts_stale or sum(self._counts.values()) > 0  # items are never deleted
         return bool(self._loaded)
 
     @property
@@ -209,7 +210,7 @@ class Admission:
         return True
 
     def _apply_to_buckets(self, records: list[Change]) -> bool:
-        """Opened from the cache: move changed items in or out of their buckets; keep their entries; recount."""
+        """Opened from the cache: move changed items in or out of their buckets; keep their entries."""
         buckets = self._buckets if self._buckets is not None else {}
         where = {item_id: (key, pos) for key, entries in buckets.items() for pos, item_id in entries}
         last = max((pos for _, pos in where.values()), default=-1)
@@ -230,9 +231,7 @@ class Admission:
                 last += 1
                 buckets.setdefault(_bucket(item), []).append((last, rec.id))
         self._buckets = buckets
-        if records:  # one grouped count in the store, not a read of every item
-            counts = self.kit.store.stats(self.kit.namespace).by_kind_status
-            self._counts = {status: n for (kind, status), n in counts.items() if kind == ItemKind.KNOWLEDGE.value}
+        self._counts_stale = self._counts_stale or bool(records)  # recounted in the store when asked
         return True
 
     def _entry(self, item_id: str) -> Entry | None:
@@ -401,6 +400,10 @@ class Admission:
 
     def stats(self) -> dict[str, int]:
         """Items by status."""
+        if self._loaded is None and self._counts_stale:  # one grouped count in the store, not a read of every item
+            counts = self.kit.store.stats(self.kit.namespace).by_kind_status
+            self._counts = {status: n for (kind, status), n in counts.items() if kind == ItemKind.KNOWLEDGE.value}
+            self._counts_stale = False
         if self._loaded is None and self._counts:
             return dict(self._counts)
         out: dict[str, int] = {}
