@@ -112,6 +112,17 @@ def test_store_written_by_a_newer_schema_is_refused(tmp_path):
         SQLiteStore(path)
 
 
+def _run_all(targets) -> None:
+    """Run each (function, args) in its own process at once; every one must exit cleanly."""
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=f, args=a) for f, a in targets]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+
+
 def _writer(path: str, worker: int, n: int) -> None:
     s = create_store(path)
     for i in range(n):
@@ -137,13 +148,7 @@ def test_postgres_events_and_versions_cannot_be_rewritten(pg_dsn):
 def test_concurrent_processes_lose_no_writes(store_url):
     path = store_url
     create_store(path).close()
-    ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_writer, args=(path, w, 40)) for w in range(4)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-        assert p.exitcode == 0
+    _run_all([(_writer, (path, w, 40)) for w in range(4)])
     s = create_store(path)
     assert len(s.query("graph", "node")) == 160
     assert len(s.events(namespace="graph")) == 160
@@ -199,13 +204,7 @@ def _counter(path: str, n: int) -> None:
 
 def test_a_lock_makes_read_then_write_safe_across_processes(store_url):
     create_store(store_url).close()
-    ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=_counter, args=(store_url, 30)) for _ in range(3)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-        assert p.exitcode == 0
+    _run_all([(_counter, (store_url, 30)) for _ in range(3)])
     s = create_store(store_url)
     assert s.meta_get("counter") == "90"
     from guimem.errors import StoreError
