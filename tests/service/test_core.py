@@ -164,3 +164,20 @@ def test_episodes_learned_without_a_boundary_wait_in_the_store_not_in_the_proces
     stats = second.end_round()
     assert stats.queued == 0 and stats.items.get("edge:active", 0) > 0
     assert second.end_round().items == stats.items, "an episode is learned once"
+
+
+def test_after_a_failed_boundary_the_service_recalls_what_the_store_holds(tmp_path):
+    svc = service(tmp_path, method="graph")
+    svc.learn([episode([USER, PASS, LOGIN], seed=1)])
+    original = svc.memory.end_round
+
+    def crash() -> None:
+        original()  # the graph's in-process index has the new nodes and edges now
+        raise RuntimeError("disk full")
+
+    svc.memory.end_round = crash
+    with pytest.raises(RuntimeError):
+        svc.end_round()
+    assert svc.stats().items == {} and svc.stats().queued == 1
+    assert svc.recall(request()).injection.items == (), "nothing the rolled-back boundary added in-process"
+    assert svc.end_round().items.get("edge:active", 0) > 0, "the queued episode is learned by the next boundary"

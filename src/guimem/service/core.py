@@ -7,7 +7,8 @@ import os
 import tempfile
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -117,6 +118,23 @@ class MemoryService:
             self.memory = self._open()
             self._seen = marker
 
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """A change to the memory, one at a time across processes: in one transaction under the store's lock
+        on this memory, from the latest committed state, telling the others when it commits. When it fails
+        the store rolls back, and so does this process's view: the memory is reopened from the store."""
+        try:
+            with self.store.transaction():
+                self.store.lock(f"{self.namespace}.boundary")
+                self._fresh()
+                yield
+                self._changed()
+                self._seen = self._marker()
+        except BaseException:
+            self.memory = self._open()
+            self._seen = self._marker()
+            raise
+
     def recall(self, request: RecallRequest) -> RecallReply:
         """What memory shows the agent for this step."""
         task = Task(id=request.task_id, goal=request.goal, app=request.app or request.observation.app,
@@ -156,9 +174,7 @@ class MemoryService:
         others committed, learn every queued episode in the order it was queued, consolidate, mark them
         learned — one transaction."""
         report = LearnReport()
-        with self._lock, self.store.transaction():
-            self.store.lock(f"{self.namespace}.boundary")
-            self._fresh()
+        with self._lock, self._writing():
             queued = self.store.query(self._queue, "episode", ["queued"])
             for rec in queued:
                 r = self.memory.learn(Trajectory.model_validate_json(rec.body))
@@ -168,8 +184,6 @@ class MemoryService:
             for rec in queued:
                 self.store.put(Record(rec.id, "episode", self._queue, "learned", rec.body))
             self.store.meta_set(f"{self.namespace}.boundary", str(self.memory.committed_round() + 1))
-            self._changed()
-            self._seen = self._marker()
         if isinstance(self.memory, CacheOwner):
             self.memory.save_cache()
         return report
@@ -220,12 +234,8 @@ class MemoryService:
         if not isinstance(self.memory, Curator):
             raise ConfigError(f"{self.memory.name} items have no admission lifecycle",
                               suggestion="curation applies to steer and stack memories")
-        with self._lock, self.store.transaction():
-            self.store.lock(f"{self.namespace}.boundary")
-            self._fresh()
+        with self._lock, self._writing():
             self.memory.set_status(item_id, status, reason)
-            self._changed()
-            self._seen = self._marker()
         rec = self._record(item_id)
         return ItemSummary(id=rec.id, kind=rec.kind, status=rec.status, version=rec.version,
                            summary=_summary(rec.kind, json.loads(rec.body)))
@@ -278,7 +288,7 @@ class MemoryService:
         source = self._path(path, must_exist=True)
         header, records, events = _parse_export(source, self._embedder.name)
         written, logged = 0, 0
-        with self._lock, self.store.transaction():
+        with self._lock, self._writing():
             for item_id, versions in _by_item(records).items():
                 written += self._import_versions(item_id, versions)
             have = Counter(_event_key(e.type, e.item_id, json.loads(e.payload or "{}"))
@@ -293,8 +303,6 @@ class MemoryService:
                 logged += 1
             self._import_round(header.round)
             self.memory = self._reopen(source)
-            self._changed()
-            self._seen = self._marker()
         return TransferReply(path=str(source), records=written, events=logged)
 
     def _import_versions(self, item_id: str, versions: list[ExportRecord]) -> int:
