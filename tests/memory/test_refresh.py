@@ -92,3 +92,27 @@ def test_a_store_that_cannot_tell_its_changes_is_reopened(tmp_path):
     store = Opaque(SQLiteStore(tmp_path / "m.sqlite"))
     mem = SteerMemory(MemoryKit(store, EMBEDDER, WhitespaceCounter(), "steer"))  # type: ignore[arg-type]
     assert mem.refresh() is False
+
+
+def test_a_change_the_graph_cannot_place_leaves_no_half_applied_cache(tmp_path):
+    from guimem.storage import Record
+
+    path = tmp_path / "graph.sqlite"
+    main = _open("graph", path, tmp_path / "cache")
+    main.commit_round(0, [episode(s, seed=i + 1) for i, s in enumerate(SCRIPTS)])
+    worker = _open("graph", path, tmp_path / "cache")
+
+    def new_form(round_index: int) -> None:
+        pin = (ActionKind.TYPE, {"role": Role.TEXTBOX, "label": f"pin{round_index}"}, f"pin{round_index}")
+        form = FormEnv(("username", f"pin{round_index}"))
+        main.commit_round(round_index, [episode([USER, pin, LOGIN], seed=5, env=form, task_id=f"pin{round_index}")])
+
+    new_form(1)
+    # a node the graph cannot place (no vector), written between two rounds' new nodes and edges
+    main.kit.store.put(Record("n-odd", "node", "graph", "active", '{"signature": "", "app": "form"}'))
+    new_form(2)
+    assert worker.refresh() is False
+    worker.close()  # a worker that cannot refresh is closed (its cache written if it changed) and reopened
+    again = _open("graph", path, tmp_path / "cache")
+    fresh = _open("graph", path, None)
+    assert _view(again) == _view(fresh), "the cache holds both rounds, not the first half"

@@ -152,11 +152,12 @@ class GraphMemory(SavesCache, StoredRounds):
             return False
         changed, position = found
         flat = self.settings.structure is Structure.FLAT
+        if any(not c.new or c.record.version != 1 or (c.record.kind == ItemKind.NODE.value and c.record.vector is None)
+               for c in changed):
+            return False  # checked before anything is applied: a half-applied view must never reach the cache
         for change in changed:
             rec = change.record
             vec = rec.vector_array()
-            if not change.new or rec.version != 1 or (rec.kind == ItemKind.NODE.value and vec is None):
-                return False
             if rec.kind == ItemKind.NODE.value and rec.id not in self._nodes:
                 self._nodes.add([rec.id], vec[None, :])  # type: ignore[index]
             elif rec.kind == ItemKind.EDGE.value and rec.status == "active":
