@@ -38,6 +38,11 @@ class MemoryKit:
     vector_index: str = "auto"
     cache_dir: Path | None = None
 
+    def counts(self, kind: str) -> dict[str, int]:
+        """This memory's current items of ``kind`` by status: one grouped count in the store, not a read."""
+        by = self.store.stats(self.namespace).by_kind_status
+        return {status: n for (k, status), n in by.items() if k == kind}
+
     def embed_state(self, obs: Observation, task: Task) -> NDArray[np.float32]:
         """The embedding of a screen (masked signature, symmetric ``query:`` role)."""
         vec: NDArray[np.float32] = self.embedder.embed([state_text(obs, task)], EmbedRole.QUERY)[0]

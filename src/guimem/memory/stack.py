@@ -220,7 +220,6 @@ class StackMemory(SavesCache, AdmissionMembers, StoredRounds):
         self.cache.save_index("texts", self._texts, revision=False)
         self._unsaved = False
 
-
     def refresh(self) -> bool:
         """Catch up with the store without reopening; the new items' texts are embedded when recall needs them."""
         if not self.lifecycle.refresh():

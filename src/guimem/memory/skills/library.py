@@ -126,10 +126,7 @@ class SkillMemory(SavesCache, StoredRounds):
         if ids:
             self._index.add(ids, np.stack(vecs))
         self._names, self._counts = names, counts
-        order = sorted(names)
-        arrays = {"names": np.asarray(order, dtype=str) if order else np.zeros(0, dtype="<U1"),
-                  "ids": np.asarray([names[n] for n in order], dtype=str) if order else np.zeros(0, dtype="<U1")}
-        self.cache.save_index("skills", self._index, arrays, {"counts": counts})
+        self._write_cache(names, counts)
 
     def _open_cached(self) -> bool:
         """Open from the index cache: the recallable skills' vectors and their names; bodies are read
@@ -148,12 +145,15 @@ class SkillMemory(SavesCache, StoredRounds):
     def _save_cache(self) -> None:
         if not self._dirty or not self.cache.enabled or self._names is not None:
             return
-        names = sorted(self._skills)
-        arrays = {"names": np.asarray(names, dtype=str) if names else np.zeros(0, dtype="<U1"),
-                  "ids": np.asarray([self._skills[n][0] for n in names], dtype=str) if names
-                  else np.zeros(0, dtype="<U1")}
-        self.cache.save_index("skills", self._index, arrays, {"counts": self.stats()})
+        self._write_cache({name: entry[0] for name, entry in self._skills.items()}, self.stats())
         self._dirty = False
+
+    def _write_cache(self, names: dict[str, str], counts: dict[str, int]) -> None:
+        """The index, the names (sorted, with their ids) and the counts, as the ``skills`` cache entry."""
+        order = sorted(names)
+        arrays = {"names": np.asarray(order, dtype=str) if order else np.zeros(0, dtype="<U1"),
+                  "ids": np.asarray([names[n] for n in order], dtype=str) if order else np.zeros(0, dtype="<U1")}
+        self.cache.save_index("skills", self._index, arrays, {"counts": counts})
 
     def refresh(self) -> bool:
         """Catch up with the store: new and changed skills (merged support, status) update the index and
@@ -201,7 +201,6 @@ class SkillMemory(SavesCache, StoredRounds):
             rec, body = self.table.get(skill_id)
             entry = (skill_id, body, rec.status)
         return entry
-
 
     @property
     def name(self) -> str:
@@ -330,10 +329,8 @@ class SkillMemory(SavesCache, StoredRounds):
     def stats(self) -> dict[str, int]:
         """Skills by status."""
         if self._names is not None:
-            if self._counts_stale:  # one grouped count in the store, not a read of every skill
-                counts = self.kit.store.stats(self.kit.namespace).by_kind_status
-                self._counts = {status: n for (kind, status), n in counts.items() if kind == ItemKind.SKILL.value}
-                self._counts_stale = False
+            if self._counts_stale:
+                self._counts, self._counts_stale = self.kit.counts(ItemKind.SKILL.value), False
             return dict(self._counts)
         out: dict[str, int] = {}
         for _, _, status in self._skills.values():

@@ -400,10 +400,8 @@ class Admission:
 
     def stats(self) -> dict[str, int]:
         """Items by status."""
-        if self._loaded is None and self._counts_stale:  # one grouped count in the store, not a read of every item
-            counts = self.kit.store.stats(self.kit.namespace).by_kind_status
-            self._counts = {status: n for (kind, status), n in counts.items() if kind == ItemKind.KNOWLEDGE.value}
-            self._counts_stale = False
+        if self._loaded is None and self._counts_stale:
+            self._counts, self._counts_stale = self.kit.counts(ItemKind.KNOWLEDGE.value), False
         if self._loaded is None and self._counts:
             return dict(self._counts)
         out: dict[str, int] = {}

@@ -23,7 +23,6 @@ from guimem.memory.steer.contract import (
 from guimem.memory.steer.items import UNDER_TEST, ItemStatus, KnowledgeItem, Scope, is_failure
 from guimem.memory.steer.lifecycle import Admission, AdmissionMembers, content_id
 from guimem.memory.steer.propose import LLMProposer, OfflineProposer, Proposer
-from guimem.memory.steer.trials import assign
 from guimem.types import InjectedItem, Injection, ItemKind, Task
 
 log = logging.getLogger(__name__)
@@ -116,10 +115,11 @@ class SteerMemory(AdmissionMembers, StoredRounds):
             admitted = sorted(((i, it) for i, it, st in fitting if it.kind == kind and st is ItemStatus.ADMITTED),
                               key=_rank)
             testing = sorted(((i, it) for i, it, st in fitting if it.kind == kind and st in UNDER_TEST), key=_rank)
+            status = {i: st for i, _, st in fitting}
             if admitted:
                 chosen.append(item_view(*admitted[0]))
                 continue
-            arms = {i: assign(content_id(it.key), self.round, query.slot) for i, it in testing}
+            arms = {i: self.lifecycle.arm(i, it, status[i], query.slot) for i, it in testing}
             trial = [(i, it) for i, it in testing if arms[i] == "trial"]
             withheld += [i for i, it in testing if arms[i] == "control"]
             if trial:
