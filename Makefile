@@ -59,4 +59,4 @@ bench: setup
 	@for f in benchmarks/[!_]*.py; do echo "== $$f"; (cd benchmarks && ../$(PY) $$(basename $$f)) || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache runs test-artifacts
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache runs test-artifacts build src/guimem/embeddings/_e5fast*.so
