@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 
 import pytest
@@ -11,7 +12,22 @@ import pytest
 # (subprocesses the tests start inherit it).
 os.environ.setdefault("GUIMEM_CACHE_DIR", tempfile.mkdtemp(prefix="guimem-test-cache-"))
 
+from guimem.processes import stop_descendants
 from guimem.types import Bounds, Observation, Role, Task, UIElement
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # SIGTERM ends the run the way Ctrl-C does: fixtures are torn down, so browsers and servers quit
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # whatever a test or fixture started and did not stop (a browser half-started when the signal came)
+    stop_descendants(grace_s=3.0)
 
 
 def login_screen(username_value: str = "", distractor: str = "") -> Observation:

@@ -1,15 +1,21 @@
-"""Stop the processes this process started (browsers, drivers, workers) when a run is interrupted.
+"""The processes this process started, and what they leave on disk when they are killed.
 
-A browser that is still starting when a signal arrives has no driver object yet to quit, so
-closing the workbench alone can leave it running; this walks the process tree instead (Linux
-``/proc``; elsewhere it does nothing).
+- `stop_descendants`: stop the processes this process started (browsers, drivers, workers) when a
+  run is interrupted. A browser that is still starting when a signal arrives has no driver object yet
+  to quit, so closing the workbench alone can leave it running; this walks the process tree instead
+  (Linux ``/proc``; elsewhere it does nothing).
+- `owned_tempdir` / `sweep_orphans`: a temporary folder (a Chromium profile, a display's runtime
+  dir) names the process that made it, by pid *and* start time (pids are reused), so the next start
+  removes the folders of owners that no longer exist — what a SIGKILL left behind.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
+import tempfile
 import time
 from pathlib import Path
 
@@ -30,8 +36,17 @@ def _parents() -> dict[int, int]:
     return out
 
 
+def _python_helper(pid: int) -> bool:
+    """multiprocessing's resource tracker: it ignores SIGTERM by design and ends when its parent does."""
+    try:
+        return b"multiprocessing.resource_tracker" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
 def descendants(pid: int | None = None) -> list[int]:
-    """Live descendants of ``pid`` (this process by default), parents before children."""
+    """Live descendants of ``pid`` (this process by default), parents before children (Python's own
+    resource tracker left out)."""
     root = os.getpid() if pid is None else pid
     children: dict[int, list[int]] = {}
     for child, parent in _parents().items():
@@ -40,7 +55,8 @@ def descendants(pid: int | None = None) -> list[int]:
     todo = list(children.get(root, []))
     while todo:
         p = todo.pop(0)
-        out.append(p)
+        if not _python_helper(p):
+            out.append(p)
         todo.extend(children.get(p, []))
     return out
 
@@ -81,3 +97,60 @@ def _stop(pids: list[int], grace_s: float) -> int:
     log.warning("%d child processes did not stop on SIGTERM; killing them", len(left))
     _signal(left, signal.SIGKILL)
     return len(pids)
+
+
+OWNER_FILE = ".guimem-owner"
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (``/proc/<pid>/stat`` field 22), or None if gone."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = raw[raw.rindex(")") + 2:].split()
+    return None if fields[0] == "Z" else fields[19]
+
+
+def owned_tempdir(prefix: str, root: str | None = None) -> str:
+    """A new temporary folder that records its owner (this process), for `sweep_orphans` to judge later."""
+    path = tempfile.mkdtemp(prefix=prefix, dir=root)
+    Path(path, OWNER_FILE).write_text(f"{os.getpid()} {_start_time(os.getpid()) or ''}\n")
+    return path
+
+
+def _orphaned(folder: Path) -> bool:
+    """Its owner is gone (or it records none and is a day old: a folder of an older guimem)."""
+    try:
+        pid_text, _, started = (folder / OWNER_FILE).read_text().strip().partition(" ")
+        pid = int(pid_text)
+    except FileNotFoundError:
+        try:
+            return time.time() - folder.lstat().st_mtime > 86400
+        except OSError:
+            return False
+    except (OSError, ValueError):
+        return False
+    now = _start_time(pid)
+    return now is None or (bool(started) and now != started)
+
+
+def sweep_orphans(prefix: str, root: str | None = None) -> int:
+    """Remove the folders ``<root>/<prefix>*`` whose owning process no longer exists; returns how many.
+
+    Only real folders (not links) that this user owns are considered, so a folder planted by someone
+    else, or a link to one, is left alone.
+    """
+    base = Path(root or tempfile.gettempdir())
+    removed = 0
+    for folder in base.glob(f"{prefix}*"):
+        try:
+            st = folder.lstat()
+        except OSError:
+            continue
+        if not folder.is_dir() or folder.is_symlink() or st.st_uid != os.getuid() or not _orphaned(folder):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed += 1
+        log.info("removed %s: its process is gone", folder)
+    return removed

@@ -20,11 +20,11 @@ from guimem.errors import ConfigError, GuimemError
 from guimem.harness.compare import compare_runs
 from guimem.harness.evaluate import Evaluation, methods_of
 from guimem.harness.metrics import Summary, summarise
-from guimem.harness.processes import stop_descendants
 from guimem.harness.report import pass_table, write_report
 from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir, judged
 from guimem.memory.factory import METHODS, check_method
 from guimem.memory.settings import MemorySpec
+from guimem.processes import stop_descendants
 from guimem.storage.base import is_shared_url, mask_url
 from guimem.tasks import load_suite
 from guimem.tasks.suites import check_suite_tasks

@@ -6,15 +6,16 @@ import logging
 import os
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
 from guimem.errors import EnvError, EnvNotReadyError, MissingDependencyError
+from guimem.processes import owned_tempdir, sweep_orphans
 from guimem.settings import BrowserSettings
 
 log = logging.getLogger(__name__)
 
+PROFILE_PREFIX = "guimem-chrome-"
 INSTALL_HINT = "sudo apt-get install -y chromium chromium-driver (or run `make setup`)"
 
 CHROME_FLAGS = (
@@ -95,7 +96,8 @@ def launch_chrome(settings: BrowserSettings, window: tuple[int, int] = (500, 400
         missing = "chromium" if chrome is None else "chromedriver"
         raise EnvNotReadyError(f"{missing} not found ({settings.chrome_binary}, {settings.chromedriver})",
                                suggestion=INSTALL_HINT)
-    profile = tempfile.mkdtemp(prefix="guimem-chrome-")
+    sweep_orphans(PROFILE_PREFIX)  # profiles of processes that were killed before they could remove theirs
+    profile = owned_tempdir(PROFILE_PREFIX)
     options = webdriver.ChromeOptions()
     options.binary_location = chrome
     for flag in CHROME_FLAGS if settings.headless else CHROME_FLAGS[1:]:

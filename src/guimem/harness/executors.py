@@ -15,8 +15,8 @@ from contextlib import contextmanager
 from typing import Any, Protocol
 
 from guimem.harness.jobs import EpisodeJob, Workbench
-from guimem.harness.processes import stop_descendants
 from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir
+from guimem.processes import stop_descendants
 from guimem.settings import GuimemSettings
 from guimem.types import Trajectory
 

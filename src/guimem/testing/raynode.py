@@ -122,7 +122,7 @@ class LoopbackCluster:
 
     def kill(self, index: int) -> None:
         """SIGKILL worker node ``index`` (1-based) and every process it started: a machine lost mid-run."""
-        from guimem.harness.processes import descendants
+        from guimem.processes import descendants
 
         proc = self.nodes[index]
         for pid in [proc.pid, *descendants(proc.pid)]:
