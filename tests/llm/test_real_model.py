@@ -160,7 +160,8 @@ def test_guimem_eval_with_the_real_model_records_its_calls(model_url, context, t
     monkeypatch.setenv("GUIMEM_EMBEDDER__NAME", "hashing")
     monkeypatch.setenv("GUIMEM_LLM__BASE_URL", model_url)
     monkeypatch.setenv("GUIMEM_LLM__MODEL", MODEL_ALIAS)
-    monkeypatch.setenv("GUIMEM_LLM__MAX_TOKENS", "200")
+    # the reply schema is fitted to this budget (agents/schemas.py fit_to_budget): no reply can be cut at it
+    monkeypatch.setenv("GUIMEM_LLM__MAX_TOKENS", "400")
     monkeypatch.setenv("GUIMEM_LLM__CONTEXT_TOKENS", "2048")
     result = CliRunner().invoke(app, ["eval", "--env", "form", "--suite", str(suite), "--rounds", "1", "--methods",
                                       "steer", "--policy", "llm", "--context", context, "--out", str(tmp_path),
@@ -169,5 +170,7 @@ def test_guimem_eval_with_the_real_model_records_its_calls(model_url, context, t
     model = json.loads(result.output)["methods"]["steer"]["model"]
     print(f"eval {context}: {model}")
     assert model["calls"] >= 4 and model["prompt_tokens"] > 0 and model["parse_failure_rate"] <= 0.05
-    trace = (tmp_path / "traces" / "steer" / "round-0.jsonl").read_text().splitlines()[0]
-    assert json.loads(trace)["steps"][0]["model_calls"][0]["reply"]
+    traces = [json.loads(x) for x in (tmp_path / "traces" / "steer" / "round-0.jsonl").read_text().splitlines()]
+    assert traces[0]["steps"][0]["model_calls"][0]["reply"]
+    calls = [c for t in traces for s in t["steps"] for c in s.get("model_calls", []) if c.get("mode") != "text"]
+    assert calls and all(c["completion_tokens"] < 400 for c in calls), "a constrained reply reached max_tokens"

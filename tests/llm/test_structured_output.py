@@ -62,7 +62,9 @@ ACCEPTED = [{"kind": "tap", "ref": "{ref}"}, {"kind": "type", "ref": "{ref}", "t
             {"kind": "done"}, {"kind": "answer", "text": "42"}, {"kind": "run_skill", "skill": "login"},
             {"kind": "open_app", "app": "mail"}]
 REFUSED = [{"kind": "tap"}, {"kind": "type", "ref": "{ref}"}, {"kind": "tap", "ref": "no-such-ref"},
-           {"kind": "key"}, {"kind": "teleport"}, {"kind": "memory", "op": "add", "text": "x"}]
+           {"kind": "key"}, {"kind": "teleport"}, {"kind": "memory", "op": "add", "text": "x"},
+           # the validator refuses an empty name: a constrained model must not be able to write one
+           {"kind": "run_skill", "skill": ""}, {"kind": "open_app", "app": ""}]
 
 
 @pytest.mark.parametrize("action", ACCEPTED)
@@ -102,3 +104,40 @@ def test_a_reply_split_into_two_objects_or_with_raw_newlines_still_parses():
     assert validate_reply(newline, JsonReply).thought == "line one\nline two"
     first_valid = 'Plan: {"not": "it"} then {"thought": "t", "action": {"kind": "done"}}'
     assert validate_reply(first_valid, JsonReply).action.kind.value == "done"
+
+
+@pytest.mark.parametrize("call", [{"kind": "memory", "op": "delete", "memory_id": ""},
+                                  {"kind": "memory", "op": "update", "memory_id": "", "text": "x"},
+                                  {"kind": "run_skill", "skill": ""}])
+def test_the_five_part_schema_refuses_what_the_action_validator_refuses(call):
+    from guimem.agents.base import PolicyInput
+    from guimem.agents.conact import FivePartProtocol
+
+    obs = _screen()
+    reply = {"thinking": "t", "folding": None, "tool_call": call, "ui_observation": "u", "action_intent": "i"}
+    with pytest.raises(jsonschema.ValidationError):
+        task = Task(id="form", goal="", app="form", seed=1)
+        jsonschema.validate(reply, FivePartProtocol().schema(PolicyInput(task=task, observation=obs)))
+
+
+@pytest.mark.parametrize("budget", [240, 400, 1024])
+def test_the_schema_sent_never_allows_a_reply_longer_than_the_token_budget(budget):
+    from guimem.agents.base import PolicyInput
+    from guimem.agents.conact import FivePartProtocol
+    from guimem.agents.schemas import fit_to_budget, worst_tokens
+
+    obs = _screen()
+    task = Task(id="form", goal="", app="form", seed=1)
+    for schema in (FivePartProtocol().schema(PolicyInput(task=task, observation=obs)), reply_schema(obs)):
+        fitted = fit_to_budget(schema, budget)
+        assert worst_tokens(fitted) <= budget
+        free_text = fitted["properties"]["thinking" if "thinking" in fitted["properties"] else "thought"]
+        assert 8 <= free_text["maxLength"] <= 160
+    assert fit_to_budget(reply_schema(obs), 4096) == reply_schema(obs), "a roomy budget changes nothing"
+
+
+def test_a_reply_cut_at_max_tokens_says_so_in_the_step_error():
+    with ScriptedOpenAIServer(default='{"thought": "a long thou', finish_reason="length") as server:
+        c = client(server, structured_output="text")
+        traj = run_episode(FormEnv(), LLMPolicy(c), Task(id="form", goal="", app="form", seed=1, max_steps=1))
+    assert "cut at max_tokens" in traj.steps[0].error.message

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from guimem.agents.base import Decision, Policy, PolicyInput
 from guimem.agents.conact import ConActContext, FivePartProtocol, Reply
 from guimem.agents.context import AppendContext, ContextStrategy
-from guimem.agents.schemas import action_variants, bounded_text
+from guimem.agents.schemas import action_variants, bounded_text, fit_to_budget
 from guimem.errors import ConfigError, LLMError, LLMResponseError
 from guimem.llm import ChatMessage, LLMClient, create_llm, image_part, text_message, validate_reply
 from guimem.llm.base import ChatResult, ContentPart, StructuredChat
@@ -294,6 +294,8 @@ class LLMPolicy:
             return _failed(ActionErrorCode.MODEL_ERROR, f"context overflow: the prompt needs about {tokens} tokens "
                            f"of the model's {self.context_tokens}, leaving too little for a reply", tokens)
         schema = self.protocol.schema(inp)
+        if schema is not None:
+            schema = fit_to_budget(schema, budget)
         temperature: float | None = None
         calls: list[ModelCall] = []
         for attempt in range(self.protocol.retries + 1):
@@ -306,6 +308,8 @@ class LLMPolicy:
                 raise
             raw = result.text
             reply = self.protocol.parse(raw, step)
+            if reply.action is None and result.truncated:
+                reply.errors.insert(0, f"the reply was cut at max_tokens ({budget})")
             calls.append(ModelCall(prompt_tokens=result.usage.prompt_tokens,
                                    completion_tokens=result.usage.completion_tokens,
                                    latency_ms=round(result.latency_ms, 3), reply=raw[:MAX_RECORDED_REPLY],

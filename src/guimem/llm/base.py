@@ -59,6 +59,8 @@ class ChatResult(BaseModel):
     usage: Usage = Usage()
     model: str = ""
     latency_ms: float = 0.0
+    truncated: bool = False
+    """The server stopped at ``max_tokens`` (``finish_reason: length``): the reply is cut."""
 
 
 @runtime_checkable

@@ -95,14 +95,16 @@ class OpenAIChatClient:
         resp = self._post_with_retries(payload, retry)
         try:
             body = resp.json()
-            text = body["choices"][0]["message"]["content"] or ""
+            choice = body["choices"][0]
+            text = choice["message"]["content"] or ""
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise LLMError(f"{self.name}: reply is not an OpenAI chat completion: {resp.text[:200]!r}") from exc
         usage = Usage.model_validate(body.get("usage") or {})
         self.usage = self.usage + usage
         self.calls += 1
         return ChatResult(text=text, usage=usage, model=str(body.get("model", "")),
-                          latency_ms=(time.perf_counter() - start) * 1000)
+                          latency_ms=(time.perf_counter() - start) * 1000,
+                          truncated=isinstance(choice, dict) and choice.get("finish_reason") == "length")
 
     def preflight(self) -> str:
         """Ask the endpoint for its models, once, without retries (a preflight).

@@ -97,11 +97,14 @@ class ScriptedOpenAIServer:
         refuse_formats: ``response_format`` types answered with HTTP 500, as a server that does not
             support them does (llama.cpp's server refuses ``json_schema``).
         max_model_len: A context length to report in ``/v1/models``, as vLLM does.
+        finish_reason: What every reply says it stopped on (``length``: cut at ``max_tokens``).
     """
 
     def __init__(self, replies: Iterable[str | tuple[int, str] | Reply] = (), default: str = "",
-                 refuse_formats: Iterable[str] = (), max_model_len: int | None = None) -> None:
+                 refuse_formats: Iterable[str] = (), max_model_len: int | None = None,
+                 finish_reason: str = "stop") -> None:
         self.max_model_len = max_model_len
+        self.finish_reason = finish_reason
         self.script: deque[Any] = deque(replies)
         self.default = default
         self.refuse_formats = set(refuse_formats)
@@ -142,7 +145,8 @@ class ScriptedOpenAIServer:
             "id": "chatcmpl-scripted",
             "object": "chat.completion",
             "model": request.get("model", "scripted"),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": entry}, "finish_reason": "stop"}],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": entry},
+                         "finish_reason": self.finish_reason}],
             "usage": {"prompt_tokens": prompt_words, "completion_tokens": len(str(entry).split())},
         }
         return 200, json.dumps(body).encode()
