@@ -100,3 +100,18 @@ def test_a_failed_episode_marks_its_last_subgoal_failed(kit):
     g.learn(episode([USER, CANCEL], seed=1))
     g.end_round()
     assert g.stats().get("edges_no", 0) >= 1
+
+
+def test_leave_one_task_out_hides_an_edge_that_another_task_also_contributed(kit):
+    g = GraphMemory(kit, GraphSettings(tau=0.95, exclude_source_task=True))
+    g.learn(episode([USER, PASS, LOGIN], seed=1, task_id="form-a"))
+    g.learn(episode([USER, PASS, LOGIN], seed=2, task_id="form-b"))  # the same subgoals: dropped as duplicates
+    g.end_round()
+
+    def shown(task_id):
+        env = FormEnv()
+        obs = env.reset(Task(id=task_id, goal="", app="form", seed=9))
+        return [i for i in g.recall(RecallQuery(task=env.task, observation=obs)).items if i.success]
+
+    assert shown("form-a") == [] and shown("form-b") == [], "an edge either task contributed is hidden from both"
+    assert shown("form-c"), "a third task still gets it"

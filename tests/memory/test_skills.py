@@ -105,3 +105,18 @@ def test_mmr_prefers_novel_items_over_near_duplicates():
     scores = np.array([0.9, 0.89, 0.6], dtype=np.float32)
     assert mmr(scores, vecs, 2, 0.7) == [0, 2]
     assert mmr(scores, vecs, 2, 1.0) == [0, 1]
+
+
+def test_leave_one_task_out_hides_a_merged_skill_from_every_task_that_contributed(kit):
+    mem = SkillMemory(kit, SkillSettings(exclude_source_task=True, recall_unverified=True))
+    mem.learn(episode([USER, PASS, LOGIN], seed=1, task_id="form-a"))
+    mem.learn(episode([USER, PASS, LOGIN], seed=2, task_id="form-b"))  # the same programs: merged
+    mem.end_round()
+
+    def shown(task_id):
+        env = FormEnv()
+        obs = env.reset(Task(id=task_id, goal="", app="form", seed=9))
+        return mem.recall(RecallQuery(task=env.task, observation=obs)).items
+
+    assert shown("form-a") == () and shown("form-b") == ()
+    assert shown("form-c")

@@ -38,7 +38,7 @@ from guimem.memory.subgoals import (
 )
 from guimem.memory.table import EventType, ItemTable
 from guimem.storage import new_id
-from guimem.storage.base import pack_vector
+from guimem.storage.base import Change, pack_vector
 from guimem.types import Behaviour, InjectedItem, Injection, ItemKind, Observation, Task, Trajectory
 from guimem.vectors import VectorIndex, create_index
 
@@ -65,6 +65,12 @@ class EdgeBody(BaseModel):
     task: str
     episode_id: str
     granularity: Granularity = Granularity.SUBGOAL
+    tasks: tuple[str, ...] = ()
+    """Other tasks whose episodes gave this same subgoal (dropped as duplicates): its sources too."""
+
+    def learned_from(self, task_id: str) -> bool:
+        """Did an episode of ``task_id`` give this edge (the first, or a dropped duplicate)?"""
+        return task_id == self.task or task_id in self.tasks
 
 
 class GraphMemory(SavesCache, StoredRounds):
@@ -145,26 +151,35 @@ class GraphMemory(SavesCache, StoredRounds):
         self._save_cache()
 
     def refresh(self) -> bool:
-        """Catch up with the store: nodes and edges are written once, so what was written since is new
-        nodes and edges, added to the index and the adjacency (anything else: False, reopen)."""
+        """Catch up with the store: nodes are written once and an edge changes only in the tasks it was learned
+        from, so what was written since is new nodes and edges, added to the index and the adjacency, and
+        edges with another source task, whose bodies are replaced (anything else: False, reopen)."""
         found = self.cursor.pending()
         if found is None:
             return False
         changed, position = found
         flat = self.settings.structure is Structure.FLAT
-        if any(not c.new or c.record.version != 1 or (c.record.kind == ItemKind.NODE.value and c.record.vector is None)
-               for c in changed):
+        if any(not self._catchable(c) for c in changed):
             return False  # checked before anything is applied: a half-applied view must never reach the cache
         for change in changed:
             rec = change.record
             vec = rec.vector_array()
-            if rec.kind == ItemKind.NODE.value and rec.id not in self._nodes:
+            if rec.kind == ItemKind.EDGE.value and not change.new:
+                self._remember(rec.id, EdgeBody.model_validate_json(rec.body))
+            elif rec.kind == ItemKind.NODE.value and rec.id not in self._nodes:
                 self._nodes.add([rec.id], vec[None, :])  # type: ignore[index]
             elif rec.kind == ItemKind.EDGE.value and rec.status == "active":
                 self._index_edge(rec.id, EdgeBody.model_validate_json(rec.body), vec if flat else None)
             self._dirty = True
         self.cursor.position = position
         return True
+
+    @staticmethod
+    def _catchable(change: Change) -> bool:
+        rec = change.record
+        if rec.kind == ItemKind.NODE.value:
+            return change.new and rec.version == 1 and rec.vector is not None
+        return change.new or (rec.kind == ItemKind.EDGE.value and rec.status == "active")
 
     def _save_cache(self) -> None:
         """Write the cache when something changed since it was read (outside any open transaction)."""
@@ -260,6 +275,7 @@ class GraphMemory(SavesCache, StoredRounds):
                 target = self._node_for(seg.after, trajectory.task, self.kit.embed_state(seg.after, trajectory.task))
                 dup = self._duplicate_of(source, target, ann)
                 if dup is not None:
+                    self._add_source_task(dup, trajectory.task.id)
                     report.dropped += 1
                     continue
                 body = EdgeBody(source=source, target=target, text=ann.text, effect=ann.effect,
@@ -272,6 +288,17 @@ class GraphMemory(SavesCache, StoredRounds):
                 self._dirty = True
                 report.added += 1
         return report
+
+    def _add_source_task(self, edge_id: str, task_id: str) -> None:
+        """A duplicate from another task is dropped, but its task is kept as a source of the edge it
+        duplicates, so leave-one-task-out still hides the edge from that task."""
+        body = self._edge(edge_id)
+        if body.learned_from(task_id):
+            return
+        rec = self.edges.get(edge_id)[0]
+        body = body.model_copy(update={"tasks": (*body.tasks, task_id)})
+        self.edges.put(edge_id, body, rec.status, EventType.MERGED, {"task": task_id}, rec.vector)
+        self._remember(edge_id, body)
 
     def _edge_item(self, edge_id: str, score: float) -> InjectedItem:
         edge = self._edge(edge_id)
@@ -299,7 +326,7 @@ class GraphMemory(SavesCache, StoredRounds):
         return self.kit.injection(self.name, "Memory of this screen (what was tried from here before):", items)
 
     def _recallable(self, edge_id: str, task: Task) -> bool:
-        return not (self.settings.exclude_source_task and self._edge(edge_id).task == task.id)
+        return not (self.settings.exclude_source_task and self._edge(edge_id).learned_from(task.id))
 
     def end_round(self) -> None:
         """Add the round's episodes to the graph, in the order they were learned."""

@@ -57,6 +57,12 @@ class SkillBody(BaseModel):
     key: str
     support: int = 1
     verdict: str = ""
+    tasks: tuple[str, ...] = ()
+    """Other tasks whose episodes gave the same program (merged into this skill): its sources too."""
+
+    def learned_from(self, task_id: str) -> bool:
+        """Did an episode of ``task_id`` give this skill?"""
+        return task_id == self.source.task or task_id in self.tasks
 
 
 class SkillMemory(SavesCache, StoredRounds):
@@ -238,7 +244,8 @@ class SkillMemory(SavesCache, StoredRounds):
             existing = self._by_key.get(cand.key)
             if existing is not None:
                 rec, body = self.table.get(existing)
-                body = body.model_copy(update={"support": body.support + 1})
+                tasks = body.tasks if body.learned_from(trajectory.task.id) else (*body.tasks, trajectory.task.id)
+                body = body.model_copy(update={"support": body.support + 1, "tasks": tasks})
                 self.table.put(existing, body, rec.status, EventType.MERGED, {"episode": trajectory.episode_id},
                                rec.vector)
                 self._remember(existing, body, rec.status, rec.vector_array())
@@ -266,7 +273,7 @@ class SkillMemory(SavesCache, StoredRounds):
         pool = self._index.search(combined, max(3 * self.settings.k, self.settings.pool_min) + (
             len(self._index) if self.settings.exclude_source_task else 0))
         if self.settings.exclude_source_task:
-            pool = [h for h in pool if self._body(h.id).source.task != query.task.id]
+            pool = [h for h in pool if not self._body(h.id).learned_from(query.task.id)]
             pool = pool[: max(3 * self.settings.k, self.settings.pool_min)]
             if not pool:
                 return Injection(method=self.name)
