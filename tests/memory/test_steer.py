@@ -290,3 +290,29 @@ def test_warnings_on_different_states_of_one_screen_say_which_state_they_are_abo
     assert empty.content != half.content, "two states, two texts: nothing identical to tell apart"
     assert "(username empty, password empty)" in empty.content
     assert "(username filled, password empty)" in half.content
+
+
+FORWARD = Task(id="email-inbox-forward", goal="Find the email by Lara and forward that email to Eve.", app="miniwob",
+               params={"by": "Lara", "task": "forward", "to": "Eve"})
+FORWARD_2 = Task(id="email-inbox-forward-nl", goal="Find the email by Ann and forward that email to Bo.",
+                 app="miniwob", params={"by": "Ann", "task": "forward", "to": "Bo"})
+REPLY = Task(id="email-inbox-reply", goal='Find the email by Ilka and reply to them with the text "Ac nisl.".',
+             app="miniwob", params={"by": "Ilka", "task": "reply", "message": "Ac nisl."})
+LOGIN_TASK = Task(id="login-user", goal='Enter the username "kiera" and the password "x9" into the text fields and '
+                  "press login.", app="miniwob", params={"username": "kiera", "password": "x9"})
+
+
+def test_the_contract_keeps_the_verb_a_task_value_names_and_its_roles():
+    parser = OfflineContractParser()
+    forward, reply = parser.parse(FORWARD), parser.parse(REPLY)
+    assert (forward.action, forward.object, forward.source_role, forward.target_role) == \
+        ("forward", "email", "sender", "recipient")
+    assert reply.action == "reply" and reply.source_role == "sender"
+
+
+def test_an_item_is_offered_to_a_sibling_whose_verb_fits_and_withheld_where_it_does_not():
+    parser = OfflineContractParser()
+    item = parser.parse(FORWARD)
+    assert not conflicts(item, parser.parse(FORWARD_2)), "a sibling with the same verb and roles fits"
+    assert conflicts(item, parser.parse(REPLY)), "forward is not reply"
+    assert conflicts(item, parser.parse(LOGIN_TASK)), "an unrelated task of the same app does not fit"

@@ -60,8 +60,10 @@ class OfflineContractParser:
     """Rules over the goal text (task values masked): verb lexicon, object nouns, roles, completion."""
 
     def parse(self, task: Task) -> TaskContract:
-        """Parse deterministically."""
-        goal = mask_text(task.goal, state_masks(task)).lower()
+        """Parse deterministically. A task value that is itself a verb of the lexicon (``task: forward``) is
+        what the task asks to do, not a volatile name: it stays unmasked, so siblings keep their verbs."""
+        masks = [m for m in state_masks(task) if m.strip().lower() not in VERBS]
+        goal = mask_text(task.goal, masks, limit=None).lower()  # the whole goal: roles often come last
         words = _WORD.findall(goal)
         verbs = [VERBS[w] for w in words if w in VERBS]
         specific = [v for v in verbs if v not in GENERIC]
@@ -101,4 +103,7 @@ def conflicts(item: TaskContract, task: TaskContract) -> list[str]:
         reasons.append(f"object {item.object} vs {task.object}")
     if item.completion and task.completion and item.completion != task.completion:
         reasons.append(f"completion {item.completion} vs {task.completion}")
+    roles, other = (item.source_role, item.target_role), (task.source_role, task.target_role)
+    if any(roles) and any(other) and roles != other:
+        reasons.append(f"roles {'/'.join(roles)} vs {'/'.join(other)}")
     return reasons
