@@ -22,6 +22,7 @@ from guimem.harness.evaluate import Evaluation, methods_of
 from guimem.harness.metrics import Summary, summarise
 from guimem.harness.report import pass_table, write_report
 from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir, judged
+from guimem.harness.transfer import TrainTest
 from guimem.memory.factory import METHODS, check_method
 from guimem.memory.settings import MemorySpec
 from guimem.processes import stop_descendants
@@ -134,6 +135,9 @@ def eval_command(
                                           "OUT/memory."),
     exclude_source_task: bool = typer.Option(False, "--exclude-source-task",
                                              help="Leave-one-task-out: items never influence their source task."),
+    learn_suite: str | None = typer.Option(None, "--learn-suite",
+                                           help="Train/test transfer: learn over this suite's rounds first (in "
+                                                "OUT/learn), then use that memory on --suite, leave-one-task-out."),
     screenshots: bool = typer.Option(False, "--screenshots",
                                      help="Save a PNG per observation under OUT/screenshots (the inspector shows "
                                           "them with each step)."),
@@ -144,9 +148,12 @@ def eval_command(
     try:
         spec = _spec(st, env, suite, rounds, methods, policy, workers, backend, exclude_source_task, context,
                      screenshots, store, address)
+        learn = _spec(st, env, learn_suite, rounds, methods, policy, workers, backend, exclude_source_task, context,
+                      screenshots, store, address) if learn_suite else None
         check_out_dir(out)
-        total = len(spec.suite.tasks) * spec.rounds * len(spec.methods)
-        done = len(judged(RunDir(out).results()))
+        runs = [spec] if learn is None else [learn, spec]
+        total = sum(len(s.suite.tasks) * s.rounds * len(s.methods) for s in runs)
+        done = len(judged(RunDir(out).results())) + (len(judged(RunDir(out / "learn").results())) if learn else 0)
         counts: dict[str, list[int]] = {}
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       TimeRemainingColumn(), console=st.err, disable=st.json or json_output) as bar:
@@ -162,7 +169,9 @@ def eval_command(
             # stdout carries only the result: what libraries print while it runs (Ray reports a lost node
             # there) goes to stderr, so `--json` output stays parseable
             with terminate_as_interrupt(), redirect_stdout(sys.stderr):
-                summary = Evaluation(spec, out, st.settings, progress=progress, store_url=store or "").run()
+                runner = Evaluation(spec, out, st.settings, progress=progress, store_url=store or "") if learn is None \
+                    else TrainTest(learn, spec, out, st.settings, progress=progress)
+                summary = runner.run()
     except GuimemError as exc:
         raise fail(ctx, exc) from None
     except KeyboardInterrupt:
@@ -173,7 +182,8 @@ def eval_command(
     if st.json or json_output:
         emit_json(summary)
         return
-    print_summary(st, summary, f"{spec.suite.name}: {spec.rounds} rounds, Pass@k % (policy {spec.policy})")
+    learned = f", memory learned on {learn.suite.name}, leave-one-task-out" if learn else ""
+    print_summary(st, summary, f"{spec.suite.name}: {spec.rounds} rounds{learned}, Pass@k % (policy {spec.policy})")
     _print_infra(st, summary)
     st.console.print(f"report: {out / 'report.html'}\nsummary: {out / 'summary.json'}")
 

@@ -44,7 +44,7 @@ def mismatches(a: RunDir, b: RunDir) -> list[str]:
     tb = [(e.task, e.seed) for e in sb.suite.tasks]
     if ta != tb:
         out.append(f"suite: {sa.suite.name} ({len(ta)} episodes) vs {sb.suite.name} ({len(tb)} episodes)")
-    for name in ("rounds", "env", "policy", "context"):
+    for name in ("rounds", "env", "policy", "context", "learned_on"):
         va, vb = getattr(sa, name), getattr(sb, name)
         if va != vb:
             out.append(f"{name}: {va} vs {vb}")

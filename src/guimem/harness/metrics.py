@@ -213,5 +213,6 @@ def summarise(spec: EvalSpec, lines: list[EpisodeResult], run_dir: RunDir | None
     expected = len(spec.suite.tasks) * rounds * len(spec.methods)
     run = {"suite": spec.suite.name, "env": spec.env, "rounds": rounds, "methods": spec.methods,
            "policy": spec.policy, "episodes_per_round": len(spec.suite.tasks), "embedder": spec.embedder,
-           "token_encoding": spec.token_encoding, "exclude_source_task": spec.memory.exclude_source_task}
+           "token_encoding": spec.token_encoding, "exclude_source_task": spec.memory.exclude_source_task,
+           "learned_on": spec.learned_on}
     return Summary(run=run, methods=methods, complete=len(results) >= expected)

@@ -419,7 +419,8 @@ def render(spec: EvalSpec, summary: Summary, data: ReportData | None = None) -> 
 <h1>guimem lifelong evaluation</h1>
 <p>Suite <b>{e(spec.suite.name)}</b> ({len(spec.suite.tasks)} episodes per round), {spec.rounds} rounds,
 env {e(spec.env)}, policy {e(spec.policy)}, embedder {e(spec.embedder)}{
-    ", leave-one-task-out" if spec.memory.exclude_source_task else ""};
+    ", leave-one-task-out" if spec.memory.exclude_source_task else ""}{
+    f", memory learned on <b>{e(spec.learned_on)}</b> first (train/test transfer)" if spec.learned_on else ""};
 run {status}; generated {time.strftime("%Y-%m-%d %H:%M:%S")}.</p>
 <div class="kpi">{kpi}</div>
 {_infra_section(summary)}<h2>Pass@k (%)</h2>{_main_table(summary, colours, errored)}

@@ -62,6 +62,8 @@ class EvalSpec(BaseModel):
     store: str = ""
     run_id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])
     screenshots: bool = False
+    learned_on: str | None = None
+    """The suite memory was learned on before this run (train/test transfer); None: from empty stores."""
     versions: dict[str, str] = Field(default_factory=package_versions)
     created_at: float = Field(default_factory=time.time)
     machine: str = Field(default_factory=lambda: f"{platform.machine()} {os.cpu_count()} cores")
@@ -70,7 +72,7 @@ class EvalSpec(BaseModel):
         """The fields that must match for a run directory to be resumed."""
         return self.model_dump(mode="json", include={"env", "suite", "rounds", "methods", "policy", "policy_seed",
                                                      "context", "memory", "embedder", "llm", "max_steps",
-                                                     "store"})
+                                                     "store", "learned_on"})
 
     def namespace(self, method: str) -> str:
         """Where ``method``'s memory lives in its store: the method's own SQLite file holds it under the

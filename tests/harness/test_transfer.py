@@ -1,0 +1,48 @@
+"""Train/test transfer (`guimem eval --learn-suite A --suite B`): memory learned over A's rounds, then used on
+B with leave-one-task-out, resumable, and said so in the summary and the report."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from guimem.cli.app import app
+
+runner = CliRunner()
+
+
+def _suite(path, name, task, seeds):
+    path.write_text(json.dumps({"name": name, "env": "form",
+                                "tasks": [{"task": task, "seed": s, "max_steps": 5} for s in seeds]}))
+    return str(path)
+
+
+def test_memory_learned_on_one_suite_is_used_on_another_and_the_run_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("GUIMEM_EMBEDDER__NAME", "hashing")
+    learn = _suite(tmp_path / "a.json", "form-a", "form-a", [1, 2])
+    test = _suite(tmp_path / "b.json", "form-b", "form-b", [3, 4])
+    out = tmp_path / "run"
+    args = ["eval", "--env", "form", "--learn-suite", learn, "--suite", test, "--rounds", "2", "--methods",
+            "graph,stack", "--out", str(out), "--json"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["run"]["suite"] == "form-b" and summary["run"]["learned_on"] == "form-a"
+    assert summary["run"]["exclude_source_task"] is True
+    learned = [json.loads(x) for x in (out / "learn" / "results.jsonl").read_text().splitlines()]
+    assert {r["task"] for r in learned} == {"form-a"} and len(learned) == 2 * 2 * 3
+    tested = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    first = [r for r in tested if r["round"] == 0 and r["method"] == "graph"]
+    assert first and all(r["injected_tokens"] > 0 for r in first), "round 1 of B already recalls what A taught"
+    assert "learned on <b>form-a</b>" in (out / "report.html").read_text()
+    again = runner.invoke(app, args)
+    assert again.exit_code == 0, again.output
+    assert len((out / "results.jsonl").read_text().splitlines()) == len(tested), "a rerun resumes, repeats nothing"
+
+
+def test_train_test_refuses_a_shared_store(tmp_path):
+    learn = _suite(tmp_path / "a.json", "form-a", "form-a", [1])
+    result = runner.invoke(app, ["eval", "--env", "form", "--learn-suite", learn, "--suite", learn, "--store",
+                                 "postgresql://u@127.0.0.1:9/db", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2 and "--learn-suite" in result.output
