@@ -46,3 +46,27 @@ def test_train_test_refuses_a_shared_store(tmp_path):
     result = runner.invoke(app, ["eval", "--env", "form", "--learn-suite", learn, "--suite", learn, "--store",
                                  "postgresql://u@127.0.0.1:9/db", "--out", str(tmp_path / "r")])
     assert result.exit_code == 2 and "--learn-suite" in result.output
+
+
+def test_the_report_shows_which_other_tasks_items_reached_each_task(tmp_path, monkeypatch):
+    from guimem.harness.reportdata import EpisodeView
+    from guimem.harness.transfermatrix import transfer_rows, transfer_section
+
+    views = [EpisodeView(method="graph", round=1, task="b", seed=1, success=True, sources=["a"]),
+             EpisodeView(method="graph", round=1, task="b", seed=2, success=False, sources=["a", "<c>"]),
+             EpisodeView(method="graph", round=1, task="a", seed=1, success=True)]
+    assert transfer_rows(views) == [("graph", "b", "<c>", 1, 0), ("graph", "b", "a", 2, 1)]
+    html = transfer_section(views)
+    assert "&lt;c&gt;" in html and "<c>" not in html
+    assert transfer_section(views[2:]) == ""
+
+
+def test_a_train_test_report_holds_the_transfer_matrix(tmp_path, monkeypatch):
+    monkeypatch.setenv("GUIMEM_EMBEDDER__NAME", "hashing")
+    learn = _suite(tmp_path / "a.json", "form-a", "form-a", [1, 2])
+    test = _suite(tmp_path / "b.json", "form-b", "form-b", [3])
+    out = tmp_path / "run"
+    assert runner.invoke(app, ["eval", "--env", "form", "--learn-suite", learn, "--suite", test, "--rounds", "1",
+                               "--methods", "graph", "--out", str(out)]).exit_code == 0
+    page = (out / "report.html").read_text()
+    assert "Transfer: items from other tasks" in page and "<td>form-b</td><td>form-a</td>" in page

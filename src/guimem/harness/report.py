@@ -18,6 +18,7 @@ from collections import defaultdict
 from guimem.harness.metrics import Summary
 from guimem.harness.reportdata import EpisodeView, Learned, ReportData, collect
 from guimem.harness.runfiles import EvalSpec, RunDir
+from guimem.harness.transfermatrix import transfer_section
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 NONE_COLOUR = "#6e7781"
@@ -431,6 +432,7 @@ failures are not counted.</p>
 {svg_pass_curves(summary, colours, bands=False)}
 <h3>Each method against none (95 % CI bands)</h3>{svg_small_multiples(summary, colours)}
 {_matrix(spec, summary, colours, data.episodes)}
+{transfer_section(data.episodes)}
 <h2>Cost</h2>
 {svg_bars("Injected tokens, all rounds", tokens, colours)}
 {svg_latency(summary, colours)}

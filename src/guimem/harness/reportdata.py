@@ -51,6 +51,8 @@ class EpisodeView(BaseModel):
     infra: bool = False
     error: str = ""
     steps: list[StepView] = Field(default_factory=list)
+    sources: list[str] = Field(default_factory=list)
+    """Other tasks whose learned items were shown in this episode (transfer), in the order first shown."""
 
     @property
     def anchor(self) -> str:
@@ -111,6 +113,13 @@ def _step_views(traj: Trajectory) -> list[StepView]:
     return out
 
 
+def _sources(traj: Trajectory, task: str) -> list[str]:
+    """The tasks other than ``task`` that the items shown in ``traj`` were learned from."""
+    found = [src for s in traj.steps if s.injection for item in s.injection.items for src in item.sources
+             if src != task]
+    return list(dict.fromkeys(found))[:50]
+
+
 def episodes(run_dir: RunDir, spec: EvalSpec, lines: list[EpisodeResult]
              ) -> tuple[list[EpisodeView], float | None, float | None]:
     """Every judged episode (and every unresolved infrastructure failure) with its steps, and the
@@ -135,7 +144,8 @@ def episodes(run_dir: RunDir, spec: EvalSpec, lines: list[EpisodeResult]
                                      errored=r.judged and not r.success and found is not None and
                                      any(s.error is not None for s in found.steps), infra=not r.judged,
                                      error=shorten(r.error or (r.infra.message if r.infra else ""), 300),
-                                     steps=_step_views(found) if found is not None else []))
+                                     steps=_step_views(found) if found is not None else [],
+                                     sources=_sources(found, r.task) if found is not None else []))
     return views, start, end
 
 

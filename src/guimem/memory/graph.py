@@ -305,7 +305,8 @@ class GraphMemory(SavesCache, StoredRounds):
         mark = {"yes": "worked", "no": "FAILED", "uncertain": "unclear"}[edge.success]
         success = {"yes": True, "no": False, "uncertain": None}[edge.success]
         return InjectedItem(id=edge_id, kind=ItemKind.EDGE, text=f"[{mark}] {edge.text} -> {edge.effect}",
-                            behaviour=edge.behaviour, score=score, success=success)
+                            behaviour=edge.behaviour, score=score, success=success,
+                            sources=(edge.task, *edge.tasks))
 
     def recall(self, query: RecallQuery) -> Injection:
         """Nearest node's outgoing edges (graph), or the top-k edges by source screen (flat)."""

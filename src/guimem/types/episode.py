@@ -117,6 +117,8 @@ class InjectedItem(BaseModel):
     name: str | None = None
     trial: bool = False
     """Shown inside a trial (not yet verified): rendered under its own heading, never as verified."""
+    sources: tuple[str, ...] = ()
+    """The tasks whose episodes this item was learned from (the report's transfer matrix reads them)."""
 
 
 class Injection(BaseModel):

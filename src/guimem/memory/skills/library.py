@@ -297,7 +297,8 @@ class SkillMemory(SavesCache, StoredRounds):
     def _item(self, skill_id: str, body: SkillBody, score: float) -> InjectedItem:
         code = body.program.render(body.name)
         return InjectedItem(id=skill_id, kind=ItemKind.SKILL, name=body.name, text=code.replace("\n", "\n  "),
-                            behaviour=Behaviour(actions=body.program.steps), score=score, success=True)
+                            behaviour=Behaviour(actions=body.program.steps), score=score, success=True,
+                            sources=(body.source.task, *body.tasks))
 
     def run_skill(self, env: Env, action: Action, task: Task, observation: Observation
                   ) -> tuple[Transition, tuple[Action, ...]]:
