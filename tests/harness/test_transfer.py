@@ -69,4 +69,12 @@ def test_a_train_test_report_holds_the_transfer_matrix(tmp_path, monkeypatch):
     assert runner.invoke(app, ["eval", "--env", "form", "--learn-suite", learn, "--suite", test, "--rounds", "1",
                                "--methods", "graph", "--out", str(out)]).exit_code == 0
     page = (out / "report.html").read_text()
-    assert "Transfer: items from other tasks" in page and "<td>form-b</td><td>form-a</td>" in page
+    assert "Transfer: items from other tasks" in page and "<td>form-b</td><td>form-a</td><td>other</td>" in page
+
+
+def test_twins_are_told_apart_from_siblings_and_unrelated_tasks():
+    from guimem.harness.transfermatrix import relation
+
+    assert relation("click-pie-nodelay", "click-pie") == "twin" and relation("login-user", "login-user-popup") == "twin"
+    assert relation("email-inbox-reply", "email-inbox-forward") == "sibling"
+    assert relation("click-pie", "click-dialog") == "other"

@@ -10,7 +10,22 @@ from collections import defaultdict
 from guimem.harness.reportdata import EpisodeView
 
 MAX_ROWS = 60
+TWIN_SUFFIXES = ("-nodelay", "-popup", "-easy")
 e = html.escape
+
+
+def relation(target: str, source: str) -> str:
+    """``twin`` (the names differ only by a timing or pop-up variant's suffix: pages that differ in timing,
+    not in UI), ``sibling`` (the names share their first two words), else ``other`` — so a transfer figure
+    can be told apart from one carried by near-identical pages."""
+    def base(name: str) -> str:
+        for suffix in TWIN_SUFFIXES:
+            name = name.removesuffix(suffix)
+        return name
+
+    if base(target) == base(source):
+        return "twin"
+    return "sibling" if target.split("-")[:2] == source.split("-")[:2] and "-" in target else "other"
 
 
 def transfer_rows(views: list[EpisodeView]) -> list[tuple[str, str, str, int, int]]:
@@ -31,10 +46,11 @@ def transfer_section(views: list[EpisodeView]) -> str:
     rows = transfer_rows(views)
     if not rows:
         return ""
-    body = "".join(f"<tr><td>{e(m)}</td><td>{e(t)}</td><td>{e(s)}</td><td>{n}</td><td>{ok}</td></tr>"
-                   for m, t, s, n, ok in rows[:MAX_ROWS])
+    body = "".join(f"<tr><td>{e(m)}</td><td>{e(t)}</td><td>{e(s)}</td><td>{relation(t, s)}</td><td>{n}</td>"
+                   f"<td>{ok}</td></tr>" for m, t, s, n, ok in rows[:MAX_ROWS])
     more = f"<p class=\"muted\">{len(rows) - MAX_ROWS} more rows in the traces.</p>" if len(rows) > MAX_ROWS else ""
     return ("<h2>Transfer: items from other tasks</h2><p class=\"muted\">Each row: episodes of the target task "
             "that were shown an item learned from the source task, and how many of them succeeded.</p>"
             "<div class=\"scroll\"><table class=\"transfer\"><tr><th>method</th><th>target task</th>"
-            f"<th>source task</th><th>episodes shown</th><th>succeeded</th></tr>{body}</table></div>{more}")
+            f"<th>source task</th><th>relation</th><th>episodes shown</th><th>succeeded</th></tr>{body}</table></div>"
+            f"{more}")
