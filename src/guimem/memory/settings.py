@@ -87,6 +87,9 @@ class AdmissionRules(BaseModel):
             none of which succeeded, has not helped and is rejected: a task memory cannot solve stops
             paying for it.
         history_per_task: How many past episodes of a task are kept as its history.
+        transfer: A task's skills and successful subgoals are tried on the app's other tasks whose contract
+            and screen they fit, as trials against those tasks' matched controls; their scope widens to the
+            app on that evidence and narrows where they harm (`guimem.memory.steer.scope`).
     """
 
     fast_avoid: bool = True
@@ -94,6 +97,7 @@ class AdmissionRules(BaseModel):
     history_controls: bool = True
     retire_harmful: bool = True
     history_per_task: int = Field(default=20, ge=1)
+    transfer: bool = True
 
 
 class MemorySpec(BaseModel):

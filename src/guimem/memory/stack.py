@@ -29,7 +29,7 @@ from guimem.memory.ranking import mmr, tau_for
 from guimem.memory.settings import MemorySpec
 from guimem.memory.skills.induce import induce
 from guimem.memory.skills.verify import verify
-from guimem.memory.steer.contract import ContractParser
+from guimem.memory.steer.contract import ContractParser, TaskContract
 from guimem.memory.steer.items import (
     UNDER_TEST,
     Applicability,
@@ -42,6 +42,7 @@ from guimem.memory.steer.items import (
 from guimem.memory.steer.lifecycle import Admission, AdmissionMembers
 from guimem.memory.steer.memory import CachedContracts, build_extractors, compatible, item_view
 from guimem.memory.steer.propose import Proposer
+from guimem.memory.steer.scope import offerable, transfer_arm, transferable
 from guimem.memory.subgoals import (
     Annotator,
     LLMAnnotator,
@@ -185,6 +186,7 @@ class StackMemory(SavesCache, AdmissionMembers, StoredRounds):
         if self.cache.open_index("texts", self._texts, revision=False) is None:
             self._texts = ExactIndex(kit.embedder.dim)
         self._unsaved = False
+        self._pool: dict[str, list[str]] | None = None  # transferable items by app, built on first need
         if self.lifecycle.loaded:  # opened from the index cache: items (and their vectors) are read on demand
             self._warm()
         self._save_cache()
@@ -224,6 +226,7 @@ class StackMemory(SavesCache, AdmissionMembers, StoredRounds):
         """Catch up with the store without reopening; the new items' texts are embedded when recall needs them."""
         if not self.lifecycle.refresh():
             return False
+        self._pool = None
         if self.lifecycle.loaded:
             self._warm()
         return True
@@ -231,6 +234,7 @@ class StackMemory(SavesCache, AdmissionMembers, StoredRounds):
     def end_round(self) -> None:
         """Gate decisions, merges, the next round; then embed the new items."""
         self.lifecycle.end_round()
+        self._pool = None
         self._warm()
 
     @property
@@ -271,7 +275,32 @@ class StackMemory(SavesCache, AdmissionMembers, StoredRounds):
                 withheld.append(item_id)
                 continue
             shown.append((item_id, item, status in UNDER_TEST))
+        # other tasks' items, on trial here, only where the task's own memory has nothing for this screen
+        for item_id, item in [] if shown or withheld else self._offers(query, contract, state, here)[:1]:
+            if transfer_arm(item, query.task.id, self.lifecycle.round, query.slot) == "control":
+                withheld.append(item_id)
+            else:
+                shown.append((item_id, item, True))
         return shown, withheld
+
+    def _offers(self, query: RecallQuery, contract: TaskContract, state: str, here: _Screen
+                ) -> list[tuple[str, KnowledgeItem]]:
+        """Task-scoped skills and subgoals of the app's other tasks that fit this task and screen
+        (`AdmissionRules.transfer`; `guimem.memory.steer.scope`)."""
+        if not self.spec.admission.transfer:
+            return []
+        if self._pool is None:
+            self._pool = {}
+            for item_id, (item, status) in self.lifecycle.entries.items():
+                if status in (ItemStatus.ADMITTED, *UNDER_TEST) and transferable(item):
+                    self._pool.setdefault(item.applicability.app, []).append(item_id)
+        out = []
+        for item_id in self._pool.get(query.task.app, []):
+            item = self.lifecycle.entries[item_id][0]
+            if offerable(item, query.task, contract, self.spec.exclude_source_task) and \
+                    self._fits_screen(item, query, state, here):
+                out.append((item_id, item))
+        return out
 
     def recall(self, query: RecallQuery) -> Injection:
         """MMR across kinds under the token budget; abstain when nothing fits. The screen is embedded

@@ -39,6 +39,7 @@ class EventType(StrEnum):
     RETIRED = "retired"
     VERIFIED = "verified"
     UNVERIFIED = "unverified"
+    SCOPE = "scope"
 
 
 Payload = BaseModel | Mapping[str, object]

@@ -142,3 +142,7 @@ class KnowledgeItem(BaseModel):
     created_round: int = 0
     name: str = ""
     program: SkillProgram | None = None
+    transfer: Evidence = Field(default_factory=Evidence)
+    """Trials and controls on tasks the item was not learned from (the stack's scope is earned on them)."""
+    refused: list[str] = Field(default_factory=list)
+    """Tasks it harmed: it is never offered to them again."""

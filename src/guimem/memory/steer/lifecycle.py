@@ -33,6 +33,7 @@ from guimem.memory.steer.items import (
     is_screen_avoid,
 )
 from guimem.memory.steer.propose import Proposer
+from guimem.memory.steer.scope import earn_scope, split
 from guimem.memory.steer.trials import Arm, assign, gate, record
 from guimem.memory.table import EventType, ItemTable
 from guimem.storage.base import Change
@@ -346,9 +347,22 @@ class Admission:
         self._outcomes = []
         self.kit.store.meta_set(self._history_key, json.dumps(_HISTORY.dump_python(self.history, mode="json")))
 
+    def _earn_scope(self, item_id: str, item: KnowledgeItem, records: list[TrialRecord]
+                    ) -> tuple[KnowledgeItem, list[TrialRecord]]:
+        """The stack's rule: records on other tasks decide the item's scope (`scope.earn_scope`); the
+        records on its own tasks are returned for the gate."""
+        own, cross = split(item, records)
+        if not cross or self.rules is None or not self.rules.transfer:
+            return item, records
+        item, change = earn_scope(item, cross, self.history, self.gate_settings)
+        if change is not None:
+            self.table.log(item_id, EventType.SCOPE, {"round": self.round, **change})
+        return item, own
+
     def _apply_gate(self) -> None:
         for item_id, records in self._evidence.items():
             item, status = self._items[item_id]
+            item, records = self._earn_scope(item_id, item, records)
             evidence = item.evidence.model_copy(update={"records": item.evidence.records + records})
             item = item.model_copy(update={"evidence": evidence})
             decision = gate(evidence, status, self.gate_settings)

@@ -63,6 +63,8 @@ def compatible(item: KnowledgeItem, task: Task, contract: TaskContract, state: s
         return False
     if exclude_source and task.id in item.provenance.tasks:
         return False
+    if task.id in item.refused:
+        return False
     if conflicts(app.contract, contract):
         return False
     return not (check_state and item.kind == "warning" and app.state and app.state != state)
