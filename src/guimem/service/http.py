@@ -120,6 +120,8 @@ def strict(model: type[BaseModel]) -> Any:
             model.model_validate_json(json.dumps(value), strict=True)
         except ValidationError as exc:
             raise RequestValidationError(exc.errors(include_url=False, include_input=False)) from None
+        except (ValueError, RecursionError):  # the guard bounds nesting first; this is defence in depth
+            raise StarletteHTTPException(400, "the body is not strict JSON") from None
 
     return Depends(check)
 

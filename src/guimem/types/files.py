@@ -6,7 +6,6 @@ the whole file with its path, line number and field.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -15,6 +14,7 @@ from pydantic import ValidationError
 
 from guimem.errors import TrajectoryFormatError
 from guimem.types.episode import TRAJECTORY_FORMAT_VERSION, Trajectory
+from guimem.types.strictjson import StrictJSONError, loads_strict
 
 
 def artifacts_dir(trajectory_file: Path) -> Path:
@@ -34,9 +34,9 @@ def parse_trajectory_line(text: str, *, path: str = "<string>", line: int = 1) -
         TrajectoryFormatError: The line is not JSON, not the current format version, or a field is wrong.
     """
     try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise TrajectoryFormatError(f"not valid JSON ({exc.msg} at column {exc.colno})", path=path, line=line) from None
+        raw = loads_strict(text, nul=True)
+    except StrictJSONError as exc:
+        raise TrajectoryFormatError(str(exc), path=path, line=line) from None
     if not isinstance(raw, dict):
         raise TrajectoryFormatError("each line must be a JSON object (one episode)", path=path, line=line)
     version = raw.get("version", TRAJECTORY_FORMAT_VERSION)
