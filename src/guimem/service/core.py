@@ -16,16 +16,16 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from guimem.embeddings import CachedEmbedder, create_embedder
 from guimem.envs.base import Env
-from guimem.errors import ConfigError, DataError, FileConflictError, NotFoundError
-from guimem.memory.base import Curator, LearnReport, Memory, RecallQuery
+from guimem.errors import ConfigError, DataError, EpisodeRefusedError, FileConflictError, NotFoundError
+from guimem.memory.base import Curator, Memory, RecallQuery, Refused, RoundReport
 from guimem.memory.factory import check_method, open_memory
-from guimem.memory.indexcache import CacheOwner
 from guimem.memory.settings import MemorySpec
 from guimem.service.models import (
     EventView,
     ItemDetail,
     ItemSummary,
     LearnReply,
+    QuarantinedEpisode,
     RecallReply,
     RecallRequest,
     Stats,
@@ -37,6 +37,7 @@ from guimem.storage.base import EventDraft
 from guimem.types import Task, Trajectory, read_trajectories, shorten
 
 EXPORT_VERSION = 1
+QUEUED, LEARNED, QUARANTINED = "queued", "learned", "quarantined"  # statuses of the queue's episodes
 
 
 class ServiceSettings(BaseModel):
@@ -147,17 +148,19 @@ class MemoryService:
 
     def learn(self, trajectories: list[Trajectory], end_round: bool = False) -> LearnReply:
         """Keep episodes in the store for the next round boundary, all in one transaction (all or nothing);
-        with ``end_round``, apply the boundary too. Kept in the store, not in this process: any replica's
-        boundary learns them, and a process that stops before the boundary loses none."""
+        with ``end_round``, apply the boundary in the same transaction. Kept in the store, not in this
+        process: any replica's boundary learns them, and a process that stops before the boundary loses none."""
+        reply = LearnReply(episodes=len(trajectories), added=0, merged=0, dropped=0, queued=len(trajectories))
         with self._lock, self.store.transaction():
             for t in trajectories:
                 item_id = new_id("ep-")
-                self.store.put(Record(item_id, "episode", self._queue, "queued", t.model_dump_json()),
-                               EventDraft("queued", item_id, self._queue, json.dumps({"episode": t.episode_id})))
-        reply = LearnReply(episodes=len(trajectories), added=0, merged=0, dropped=0, queued=len(trajectories))
-        if end_round:
-            report = self._boundary()
-            reply.added, reply.merged, reply.dropped, reply.queued = report.added, report.merged, report.dropped, 0
+                self.store.put(Record(item_id, "episode", self._queue, QUEUED, t.model_dump_json()),
+                               EventDraft(QUEUED, item_id, self._queue, json.dumps({"episode": t.episode_id})))
+            if end_round:
+                report = self._boundary()
+                reply.added, reply.merged, reply.dropped = (report.learned.added, report.learned.merged,
+                                                            report.learned.dropped)
+                reply.queued, reply.quarantined = 0, len(report.refused)
         return reply
 
     def learn_file(self, path: Path, end_round: bool = False) -> LearnReply:
@@ -169,34 +172,69 @@ class MemoryService:
         self._boundary()
         return self.stats()
 
-    def _boundary(self) -> LearnReport:
-        """One boundary at a time per memory, across processes: under the store's lock, catch up with what
-        others committed, learn every queued episode in the order it was queued, consolidate, mark them
-        learned — one transaction."""
-        report = LearnReport()
-        with self._lock, self._writing():
-            queued = self.store.query(self._queue, "episode", ["queued"])
-            for rec in queued:
-                r = self.memory.learn(Trajectory.model_validate_json(rec.body))
-                report.added, report.merged, report.dropped = (report.added + r.added, report.merged + r.merged,
-                                                               report.dropped + r.dropped)
-            self.memory.end_round()
-            for rec in queued:
-                self.store.put(Record(rec.id, "episode", self._queue, "learned", rec.body))
-            self.store.meta_set(f"{self.namespace}.boundary", str(self.memory.committed_round() + 1))
-        if isinstance(self.memory, CacheOwner):
-            self.memory.save_cache()
-        return report
+    def _boundary(self) -> RoundReport:
+        """The memory's one boundary (`Memory.commit_round`) over the queue, one at a time per memory across
+        processes. An entry the memory cannot learn is quarantined (kept, with its reason) and the boundary
+        is tried again without it; each try either commits whole or leaves nothing of itself."""
+        aside: list[Refused] = []
+        with self._lock:
+            while True:  # bounded: every try that does not commit sets one queued entry aside
+                report = self._commit_queue(aside)
+                if report is not None:
+                    report.refused[:0] = aside
+                    return report
+
+    def _commit_queue(self, aside: list[Refused]) -> RoundReport | None:
+        """One try at the boundary; None when an episode was refused (quarantined, added to ``aside``) and the
+        boundary must be tried again without it."""
+        entries: list[tuple[Record, Trajectory]] = []
+        try:
+            with self._writing():
+                queued = self.store.query(self._queue, "episode", [QUEUED])
+                entries, broken = _parse_queue(queued)
+                report = self.memory.commit_round(self.memory.committed_round() + 1, [t for _, t in entries])
+                refused = [*broken, *((entries[r.index][0], r.reason) for r in report.refused)]
+                for rec, reason in refused:
+                    self._set_aside(rec, reason)
+                refused_ids = {rec.id for rec, _ in refused}
+                for rec, _ in entries:
+                    if rec.id not in refused_ids:
+                        self.store.put(Record(rec.id, "episode", self._queue, LEARNED, rec.body))
+                report.refused = [Refused(-1, rec.id, reason) for rec, reason in refused]
+                return report
+        except EpisodeRefusedError as exc:
+            rec = entries[exc.index][0]
+            with self.store.transaction():
+                self._set_aside(rec, exc.reason)
+            aside.append(Refused(-1, rec.id, exc.reason))
+            return None
+
+    def _set_aside(self, rec: Record, reason: str) -> None:
+        self.store.put(Record(rec.id, "episode", self._queue, QUARANTINED, rec.body),
+                       EventDraft(QUARANTINED, rec.id, self._queue, json.dumps({"reason": reason})))
+
+    def quarantine(self) -> list[QuarantinedEpisode]:
+        """Queued episodes the memory could not learn, with the reason, newest first (at most 100)."""
+        records = self.store.query(self._queue, "episode", [QUARANTINED])[-100:]
+        out = []
+        for rec in reversed(records):
+            reasons = [json.loads(e.payload or "{}").get("reason") for e in self.store.events(item_id=rec.id)
+                       if e.type == QUARANTINED]
+            out.append(QuarantinedEpisode(id=rec.id, episode=_episode_id(rec.body),
+                                          reason=str(reasons[-1] if reasons else "")))
+        return out
 
     def stats(self) -> Stats:
-        """Item counts by kind and status."""
+        """Item counts by kind and status, and the queue: waiting and quarantined episodes."""
         raw = self.store.stats(self.namespace)
         items = {f"{kind}:{status}": n for (kind, status), n in sorted(raw.by_kind_status.items())}
         rnd = self.store.meta_get(f"{self.namespace}.round")
-        queued = self.store.stats(self._queue).by_kind_status.get(("episode", "queued"), 0)
+        queue = self.store.stats(self._queue).by_kind_status
+        quarantined = queue.get(("episode", QUARANTINED), 0)
         return Stats(method=self.memory.name, namespace=self.namespace, items=items, events=raw.events,
                      round=int(rnd) if rnd is not None else None, committed_round=self.memory.committed_round(),
-                     queued=queued)
+                     queued=queue.get(("episode", QUEUED), 0), quarantined=quarantined,
+                     quarantine=self.quarantine() if quarantined else [])
 
     def list_items(self, kind: str | None = None, status: str | None = None) -> list[ItemSummary]:
         """Current items, optionally filtered."""
@@ -334,6 +372,27 @@ class MemoryService:
         current = self.store.meta_get(key)
         if exported is not None and (current is None or int(current) < exported):
             self.store.meta_set(key, str(exported))
+
+
+def _parse_queue(queued: list[Record]) -> tuple[list[tuple[Record, Trajectory]], list[tuple[Record, str]]]:
+    """The queued entries as episodes, and those that no longer validate (with the reason)."""
+    entries: list[tuple[Record, Trajectory]] = []
+    broken: list[tuple[Record, str]] = []
+    for rec in queued:
+        try:
+            entries.append((rec, Trajectory.model_validate_json(rec.body)))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            broken.append((rec, f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"[:300]))
+    return entries, broken
+
+
+def _episode_id(body: str) -> str:
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return ""
+    return str(value.get("episode_id", ""))[:200] if isinstance(value, dict) else ""
 
 
 def _write_exclusive(target: Path, data: bytes) -> None:
