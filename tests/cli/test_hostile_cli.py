@@ -48,3 +48,64 @@ def test_learn_of_an_infinite_number_is_one_line_and_the_store_keeps_learning(tm
     result = runner.invoke(app, ["--json", "memory", "stats", "--store", store, "--method", "graph"])
     stats = json.loads(result.output)
     assert stats["queued"] == 0 and stats["committed_round"] == 0 and stats["items"]["edge:active"] >= 1
+
+
+def test_a_malformed_postgres_url_is_one_line_exit_2():
+    line = one_line(["memory", "stats", "--store", "postgresql://u:pw@[::1/db"])
+    assert "not a valid PostgreSQL URL" in line and "pw" not in line
+
+
+def test_a_bad_setting_in_the_environment_is_one_line_naming_it(tmp_path):
+    args = ["memory", "stats", "--store", str(tmp_path / "s.sqlite")]
+    line = one_line(args, env={"GUIMEM_RUN__INFRA_BREAKER": "abc"})
+    assert "GUIMEM_RUN__INFRA_BREAKER" in line and "abc" not in line
+    result = runner.invoke(app, args, env={"GUIMEM_RUN__INFRA_BREAKER": "abc"})
+    assert result.exit_code == 2 and "Traceback" not in result.output
+
+
+def test_learn_on_an_immutable_store_is_one_line_exit_1(tmp_path):
+    store = tmp_path / "s.sqlite"
+    path = tmp_path / "t.jsonl"
+    write_trajectories(path, [episode([LOGIN], seed=1)])
+    assert runner.invoke(app, ["learn", str(path), "--store", str(store), "--method", "graph"]).exit_code == 0
+    for extra in ("-wal", "-shm"):
+        (tmp_path / f"s.sqlite{extra}").unlink(missing_ok=True)
+    if subprocess.run(["chattr", "+i", str(store)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not available here (needs root on a file system that supports it)")
+    try:
+        line = one_line(["learn", str(path), "--store", str(store), "--method", "graph"], code=1)
+        assert "refused a write" in line or "cannot open" in line
+    finally:
+        subprocess.run(["chattr", "-i", str(store)], check=True)
+
+
+def test_a_read_only_sqlite_connection_refuses_writes_as_a_store_error(tmp_path):
+    from guimem.errors import StoreError
+    from guimem.storage import Record
+    from guimem.storage.sqlite import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "s.sqlite")
+    store._conn.execute("PRAGMA query_only = ON")
+    with pytest.raises(StoreError, match="refused a write"):
+        store.put(Record("a", "k", "n", "s", "{}"))
+    store.close()
+
+
+@pytest.mark.parametrize("kind", ["zero", "fifo", "folder", "bad-utf8", "huge", "deep"])
+def test_recall_reads_only_a_bounded_regular_utf8_observation(tmp_path, kind):
+    path = tmp_path / "obs.json"
+    if kind == "zero":
+        path = "/dev/zero"
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "bad-utf8":
+        path.write_bytes(b'{"app": "\xff\xfe"}')
+    elif kind == "huge":
+        with open(path, "wb") as fh:
+            fh.truncate(30_000_000)
+    else:
+        path.write_text('{"a":' * 100_000)
+    line = one_line(["recall", "--goal", "g", "--observation", str(path), "--store", str(tmp_path / "s.sqlite")])
+    assert "Traceback" not in line
