@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from guimem.embeddings import CachedEmbedder, create_embedder
 from guimem.envs.base import Env
@@ -31,12 +28,24 @@ from guimem.service.models import (
     Stats,
     TransferReply,
 )
+from guimem.service.transfer import (
+    EXPORT_VERSION,
+    EventPayload,
+    ExportEvent,
+    ExportHeader,
+    ExportRecord,
+    by_item,
+    event_key,
+    export_target,
+    parse_export,
+    vector_bytes,
+    write_exclusive,
+)
 from guimem.settings import GuimemSettings
 from guimem.storage import Record, Store, create_store, new_id
 from guimem.storage.base import EventDraft
 from guimem.types import Task, Trajectory, read_trajectories, shorten
 
-EXPORT_VERSION = 1
 QUEUED, LEARNED, QUARANTINED = "queued", "learned", "quarantined"  # statuses of the queue's episodes
 
 
@@ -301,11 +310,10 @@ class MemoryService:
         return resolved
 
     def export(self, path: Path) -> TransferReply:
-        """Every version of every item, and every event, as JSONL."""
-        target = self._path(path)
-        rnd = self.store.meta_get(f"{self.namespace}.round")
-        header = ExportHeader(type="header", version=EXPORT_VERSION, method=self.memory.name, namespace=self.namespace,
-                              embedder=self._embedder.name, round=int(rnd) if rnd is not None else None)
+        """Every version of every item, and every event, as JSONL: a new file (or a previous export
+        replaced) in the data directory's ``exports/`` folder, see `guimem.service.transfer`."""
+        target = export_target(self.settings.data_dir, path)
+        header = self._header()
         records = [ExportRecord(type="record", id=v.id, kind=v.kind, status=v.status, version=v.version,
                                 body=json.loads(v.body), vector=v.vector.hex() if v.vector else None)
                    for rec in self.store.query(self.namespace) for v in self.store.history(rec.id)]
@@ -314,26 +322,39 @@ class MemoryService:
                   for e in self.store.events(namespace=self.namespace)]
         lines = [line.model_dump_json(exclude_unset=isinstance(line, ExportEvent)) for line in
                  (header, *records, *events)]
-        _write_exclusive(target, ("\n".join(lines) + "\n").encode("utf-8"))
-        return TransferReply(path=str(target), records=len(records), events=len(events))
+        write_exclusive(target, ("\n".join(lines) + "\n").encode("utf-8"))
+        return TransferReply(path=self._shown(target), records=len(records), events=len(events))
+
+    def _header(self) -> ExportHeader:
+        rnd = self.store.meta_get(f"{self.namespace}.round")
+        return ExportHeader(type="header", version=EXPORT_VERSION, method=self.memory.name, namespace=self.namespace,
+                            embedder=self._embedder.name, round=int(rnd) if rnd is not None else None)
+
+    def _shown(self, path: Path) -> str:
+        """A path as replies show it: relative to the data directory when there is one (never the absolute one)."""
+        root = self.settings.data_dir
+        return str(path.relative_to(root.resolve())) if root is not None and path.is_relative_to(root.resolve()) \
+            else str(path)
 
     def import_(self, path: Path) -> TransferReply:
         """Load an export into this memory: validated first, written in one transaction.
 
         Idempotent: versions and events this memory already holds are not written again, so the
         same export imported twice gives the same store; the export's round counter is kept.
+        Another method's export, and ids that belong to another namespace of this store, are refused.
         """
         source = self._path(path, must_exist=True)
-        header, records, events = _parse_export(source, self._embedder.name)
+        header, records, events = parse_export(source, self._header())
         written, logged = 0, 0
         with self._lock, self._writing():
-            for item_id, versions in _by_item(records).items():
+            self._check_ids(source, records, events)
+            for item_id, versions in by_item(records).items():
                 written += self._import_versions(item_id, versions)
-            have = Counter(_event_key(e.type, e.item_id, json.loads(e.payload or "{}"))
+            have = Counter(event_key(e.type, e.item_id, json.loads(e.payload or "{}"))
                            for e in self.store.events(namespace=self.namespace))
             for e in events:
                 payload = e.payload.model_dump(exclude_unset=True)
-                key = _event_key(e.event, e.item_id, payload)
+                key = event_key(e.event, e.item_id, payload)
                 if have[key] > 0:
                     have[key] -= 1
                     continue
@@ -341,7 +362,19 @@ class MemoryService:
                 logged += 1
             self._import_round(header.round)
             self.memory = self._reopen(source)
-        return TransferReply(path=str(source), records=written, events=logged)
+        return TransferReply(path=self._shown(source), records=written, events=logged)
+
+    def _check_ids(self, source: Path, records: list[ExportRecord], events: list[ExportEvent]) -> None:
+        """Refuse an export whose items (or events' items) live in another namespace of this store."""
+        for item_id in dict.fromkeys([r.id for r in records] + [e.item_id for e in events if e.item_id]):
+            try:
+                owner = self.store.get(item_id).namespace
+            except NotFoundError:
+                continue
+            if owner != self.namespace:
+                raise DataError("the export holds items of another namespace of this store",
+                                path=source.name, suggestion="import it into the memory it was exported from, "
+                                "or into another store")
 
     def _import_versions(self, item_id: str, versions: list[ExportRecord]) -> int:
         """Write the versions of one item that its history does not already hold, in order."""
@@ -352,11 +385,11 @@ class MemoryService:
         same = 0
         for old, new in zip(history, versions, strict=False):
             if (old.kind, old.status, json.loads(old.body), old.vector) != (new.kind, new.status, new.body,
-                                                                             _vector(new.vector)):
+                                                                             vector_bytes(new.vector)):
                 break
             same += 1
         for r in versions[same:]:
-            self.store.put(Record(r.id, r.kind, self.namespace, r.status, json.dumps(r.body), _vector(r.vector)))
+            self.store.put(Record(r.id, r.kind, self.namespace, r.status, json.dumps(r.body), vector_bytes(r.vector)))
         return len(versions) - same
 
     def _reopen(self, source: Path) -> Memory:
@@ -393,142 +426,3 @@ def _episode_id(body: str) -> str:
     except ValueError:
         return ""
     return str(value.get("episode_id", ""))[:200] if isinstance(value, dict) else ""
-
-
-def _write_exclusive(target: Path, data: bytes) -> None:
-    """Write ``target`` atomically through a temp file created exclusively beside it (never through a link).
-
-    Raises:
-        FileConflictError: A file stands where a folder of the path must be.
-    """
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    except (FileExistsError, NotADirectoryError):
-        raise FileConflictError("a file stands where a folder of this path must be", path=str(target)) from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _vector(hex_text: str | None) -> bytes | None:
-    return bytes.fromhex(hex_text) if hex_text else None
-
-
-def _event_key(kind: str, item_id: str | None, payload: dict[str, object]) -> tuple[str, str | None, str]:
-    return (kind, item_id, json.dumps(payload, sort_keys=True))
-
-
-def _by_item(records: list[ExportRecord]) -> dict[str, list[ExportRecord]]:
-    out: dict[str, list[ExportRecord]] = {}
-    for r in records:
-        out.setdefault(r.id, []).append(r)
-    return {k: sorted(v, key=lambda r: r.version) for k, v in out.items()}
-
-
-NAME = r"^[a-z][a-z_]{0,39}$"
-ID = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$"
-
-
-class ExportRecord(BaseModel):
-    """One item version in an export."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    type: Literal["record"]
-    id: str = Field(pattern=ID)
-    kind: str = Field(pattern=NAME)
-    status: str = Field(pattern=NAME)
-    version: int = Field(default=0, ge=0)
-    body: dict[str, object]
-    vector: str | None = Field(default=None, pattern=r"^([0-9a-f]{8})*$", max_length=1 << 20)
-
-
-class EventPayload(BaseModel):
-    """An event's details: the evidence fields every reader relies on are typed; others are kept as they are."""
-
-    model_config = ConfigDict(extra="allow")
-
-    round: int | None = Field(default=None, ge=0)
-    trials: int | None = Field(default=None, ge=0)
-    controls: int | None = Field(default=None, ge=0)
-    difference: float | None = Field(default=None, allow_inf_nan=False)
-    effective_uses: int | None = Field(default=None, ge=0)
-    harms: int | None = Field(default=None, ge=0)
-    held_back: list[str] | None = None
-    reason: str | None = None
-
-
-class ExportEvent(BaseModel):
-    """One event in an export."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    type: Literal["event"]
-    event: str = Field(pattern=NAME)
-    item_id: str | None = Field(default=None, pattern=ID)
-    payload: EventPayload = Field(default_factory=EventPayload)
-
-
-class ExportHeader(BaseModel):
-    """The first line of an export."""
-
-    type: Literal["header"]
-    version: int
-    embedder: str
-    method: str = ""
-    namespace: str = ""
-    round: int | None = None
-
-
-ExportLine = Annotated[ExportHeader | ExportRecord | ExportEvent, Field(discriminator="type")]
-_LINE: TypeAdapter[ExportHeader | ExportRecord | ExportEvent] = TypeAdapter(ExportLine)
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"not UTF-8 text (byte offset {exc.start})", path=str(path)) from None
-    except OSError as exc:
-        raise DataError(f"cannot read: {exc.strerror or exc}", path=str(path)) from None
-
-
-def _check_header(header: ExportHeader, embedder: str, path: Path, line: int) -> None:
-    if header.version != EXPORT_VERSION:
-        raise DataError(f"export version {header.version} is not supported", path=str(path), line=line,
-                        field="version")
-    if header.embedder != embedder:
-        raise DataError(f"exported with embedder {header.embedder!r}, this memory uses {embedder!r}",
-                        path=str(path), line=line, field="embedder")
-
-
-def _parse_export(path: Path, embedder: str) -> tuple[ExportHeader, list[ExportRecord], list[ExportEvent]]:
-    header: ExportHeader | None = None
-    records: list[ExportRecord] = []
-    events: list[ExportEvent] = []
-    for number, line in enumerate(_read_text(path).splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            parsed = _LINE.validate_json(line)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(p) for p in first["loc"]) or None
-            raise DataError(first["msg"], path=str(path), line=number, field=field) from None
-        if isinstance(parsed, ExportHeader):
-            _check_header(parsed, embedder, path, number)
-            header = parsed
-        elif isinstance(parsed, ExportRecord):
-            records.append(parsed)
-        else:
-            events.append(parsed)
-    if header is None:
-        raise DataError("no header line: not a guimem export", path=str(path), line=1)
-    return header, records, events
