@@ -74,9 +74,12 @@ def serve(
         if mcp is not None:
             if mcp != "stdio":
                 raise fail(ctx, ConfigError(f"unknown MCP transport {mcp!r}", suggestion="use --mcp stdio"))
-            from guimem.service.mcp import build_server
+            import anyio
 
-            build_server(service).run("stdio")
+            from guimem.service.mcp import build_server
+            from guimem.service.mcpwire import serve_stdio
+
+            anyio.run(serve_stdio, build_server(service))
             return
         import uvicorn
 

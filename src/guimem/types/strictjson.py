@@ -20,6 +20,10 @@ class StrictJSONError(ValueError):
     """Text that is not strict JSON; the message names the problem, never the input."""
 
 
+class LoneSurrogateError(StrictJSONError):
+    """JSON whose strings hold a lone surrogate (valid JSON, but not valid Unicode)."""
+
+
 def _refuse_constant(name: str) -> float:
     raise StrictJSONError(f"{name} is not a JSON number")
 
@@ -60,7 +64,8 @@ def _check_strings(value: object, nul: bool) -> None:
             try:
                 item.encode("utf-8")
             except UnicodeEncodeError:
-                raise StrictJSONError("a string holds a lone surrogate (\\ud800-\\udfff): not valid Unicode") from None
+                raise LoneSurrogateError("a string holds a lone surrogate (\\ud800-\\udfff): "
+                                         "not valid Unicode") from None
 
 
 def loads_strict(text: str, max_depth: int = MAX_DEPTH, nul: bool = False) -> object:
