@@ -80,9 +80,11 @@ def learn(
         reply = svc.learn_file(trajectories, end_round)
         stats = svc.stats()
     _out(st, json_output, reply, lambda: st.console.print(
-        f"learned {reply.episodes} episodes into {method}"
+        f"learned {reply.episodes - reply.repeated} episodes into {method}"
+        + (f" ({reply.repeated} already learned by episode id: not learned again)" if reply.repeated else "")
         + (f" ({stats.queued} kept in the store for the next round boundary)" if stats.queued else "")
-        + f"; items now {stats.items}"))
+        + (f" ({reply.quarantined} set aside: see memory stats)" if reply.quarantined else "")
+        + f"; items now {stats.items}", markup=False))
 
 
 MAX_OBSERVATION_BYTES = 20_000_000

@@ -22,12 +22,12 @@ from guimem.service.models import (
     ItemDetail,
     ItemSummary,
     LearnReply,
-    QuarantinedEpisode,
     RecallReply,
     RecallRequest,
     Stats,
     TransferReply,
 )
+from guimem.service.queue import EntryStatus, EpisodeQueue
 from guimem.service.transfer import (
     EXPORT_VERSION,
     EventPayload,
@@ -42,11 +42,9 @@ from guimem.service.transfer import (
     write_exclusive,
 )
 from guimem.settings import GuimemSettings
-from guimem.storage import Record, Store, create_store, new_id
+from guimem.storage import Record, Store, create_store
 from guimem.storage.base import EventDraft
 from guimem.types import Task, Trajectory, read_trajectories, shorten
-
-QUEUED, LEARNED, QUARANTINED = "queued", "learned", "quarantined"  # statuses of the queue's episodes
 
 
 class ServiceSettings(BaseModel):
@@ -95,6 +93,7 @@ class MemoryService:
             raise
         self._lock = threading.RLock()
         self._seen = self._marker()
+        self.queue = EpisodeQueue(self.store, self.namespace)
 
     def _open(self) -> Memory:
         return open_memory(self.settings.method, self.store, self.process, spec=self.settings.spec,
@@ -104,12 +103,6 @@ class MemoryService:
         """Close the memory and its store (idempotent)."""
         self.memory.close()
         self.store.close()
-
-    @property
-    def _queue(self) -> str:
-        """The namespace of episodes waiting for the next boundary (beside the memory's own, so queuing
-        one leaves the memory's revision, and its index cache, alone)."""
-        return f"{self.namespace}.queue"
 
     def _marker(self) -> tuple[str | None, str | None]:
         """What changes when any process commits to this memory: a round boundary, a curation, an import."""
@@ -158,13 +151,12 @@ class MemoryService:
     def learn(self, trajectories: list[Trajectory], end_round: bool = False) -> LearnReply:
         """Keep episodes in the store for the next round boundary, all in one transaction (all or nothing);
         with ``end_round``, apply the boundary in the same transaction. Kept in the store, not in this
-        process: any replica's boundary learns them, and a process that stops before the boundary loses none."""
-        reply = LearnReply(episodes=len(trajectories), added=0, merged=0, dropped=0, queued=len(trajectories))
+        process: any replica's boundary learns them, and a process that stops before the boundary loses none.
+        An episode this memory already holds (same episode id: a retry) is not learned again (``repeated``)."""
         with self._lock, self.store.transaction():
-            for t in trajectories:
-                item_id = new_id("ep-")
-                self.store.put(Record(item_id, "episode", self._queue, QUEUED, t.model_dump_json()),
-                               EventDraft(QUEUED, item_id, self._queue, json.dumps({"episode": t.episode_id})))
+            repeated = self.queue.add(trajectories)
+            reply = LearnReply(episodes=len(trajectories), added=0, merged=0, dropped=0,
+                               queued=len(trajectories) - repeated, repeated=repeated)
             if end_round:
                 report = self._boundary()
                 reply.added, reply.merged, reply.dropped = (report.learned.added, report.learned.merged,
@@ -199,51 +191,35 @@ class MemoryService:
         entries: list[tuple[Record, Trajectory]] = []
         try:
             with self._writing():
-                queued = self.store.query(self._queue, "episode", [QUEUED])
-                entries, broken = _parse_queue(queued)
+                pending = self.queue.pending()
+                entries = pending.entries
                 report = self.memory.commit_round(self.memory.committed_round() + 1, [t for _, t in entries])
-                refused = [*broken, *((entries[r.index][0], r.reason) for r in report.refused)]
+                refused = [*pending.broken, *((entries[r.index][0], r.reason) for r in report.refused)]
                 for rec, reason in refused:
-                    self._set_aside(rec, reason)
+                    self.queue.set_aside(rec, reason)
                 refused_ids = {rec.id for rec, _ in refused}
                 for rec, _ in entries:
                     if rec.id not in refused_ids:
-                        self.store.put(Record(rec.id, "episode", self._queue, LEARNED, rec.body))
+                        self.queue.learned(rec)
                 report.refused = [Refused(-1, rec.id, reason) for rec, reason in refused]
                 return report
         except EpisodeRefusedError as exc:
             rec = entries[exc.index][0]
             with self.store.transaction():
-                self._set_aside(rec, exc.reason)
+                self.queue.set_aside(rec, exc.reason)
             aside.append(Refused(-1, rec.id, exc.reason))
             return None
-
-    def _set_aside(self, rec: Record, reason: str) -> None:
-        self.store.put(Record(rec.id, "episode", self._queue, QUARANTINED, rec.body),
-                       EventDraft(QUARANTINED, rec.id, self._queue, json.dumps({"reason": reason})))
-
-    def quarantine(self) -> list[QuarantinedEpisode]:
-        """Queued episodes the memory could not learn, with the reason, newest first (at most 100)."""
-        records = self.store.query(self._queue, "episode", [QUARANTINED])[-100:]
-        out = []
-        for rec in reversed(records):
-            reasons = [json.loads(e.payload or "{}").get("reason") for e in self.store.events(item_id=rec.id)
-                       if e.type == QUARANTINED]
-            out.append(QuarantinedEpisode(id=rec.id, episode=_episode_id(rec.body),
-                                          reason=str(reasons[-1] if reasons else "")))
-        return out
 
     def stats(self) -> Stats:
         """Item counts by kind and status, and the queue: waiting and quarantined episodes."""
         raw = self.store.stats(self.namespace)
         items = {f"{kind}:{status}": n for (kind, status), n in sorted(raw.by_kind_status.items())}
         rnd = self.store.meta_get(f"{self.namespace}.round")
-        queue = self.store.stats(self._queue).by_kind_status
-        quarantined = queue.get(("episode", QUARANTINED), 0)
+        quarantined = self.queue.count(EntryStatus.QUARANTINED)
         return Stats(method=self.memory.name, namespace=self.namespace, items=items, events=raw.events,
                      round=int(rnd) if rnd is not None else None, committed_round=self.memory.committed_round(),
-                     queued=queue.get(("episode", QUEUED), 0), quarantined=quarantined,
-                     quarantine=self.quarantine() if quarantined else [])
+                     queued=self.queue.count(EntryStatus.QUEUED), quarantined=quarantined,
+                     quarantine=self.queue.quarantine() if quarantined else [])
 
     def list_items(self, kind: str | None = None, status: str | None = None) -> list[ItemSummary]:
         """Current items, optionally filtered."""
@@ -405,24 +381,3 @@ class MemoryService:
         current = self.store.meta_get(key)
         if exported is not None and (current is None or int(current) < exported):
             self.store.meta_set(key, str(exported))
-
-
-def _parse_queue(queued: list[Record]) -> tuple[list[tuple[Record, Trajectory]], list[tuple[Record, str]]]:
-    """The queued entries as episodes, and those that no longer validate (with the reason)."""
-    entries: list[tuple[Record, Trajectory]] = []
-    broken: list[tuple[Record, str]] = []
-    for rec in queued:
-        try:
-            entries.append((rec, Trajectory.model_validate_json(rec.body)))
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            broken.append((rec, f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"[:300]))
-    return entries, broken
-
-
-def _episode_id(body: str) -> str:
-    try:
-        value = json.loads(body)
-    except ValueError:
-        return ""
-    return str(value.get("episode_id", ""))[:200] if isinstance(value, dict) else ""

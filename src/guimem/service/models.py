@@ -32,7 +32,8 @@ class LearnReply(BaseModel):
     """What learning did (``queued``: episodes kept in the store for the next round boundary, as every
     method's contract says: what is learned is recalled after ``end_round``; ``added``/``merged``/
     ``dropped``: what the boundary did with them, when the same call ended the round; ``quarantined``:
-    queued episodes that boundary could not learn and set aside, see `Stats.quarantine`)."""
+    queued episodes that boundary could not learn and set aside, see `Stats.quarantine`; ``repeated``:
+    episodes this memory already held, by episode id — a retried learn — not learned again)."""
 
     episodes: int
     added: int
@@ -40,6 +41,7 @@ class LearnReply(BaseModel):
     dropped: int
     queued: int = 0
     quarantined: int = 0
+    repeated: int = 0
 
 
 class ItemSummary(BaseModel):
