@@ -277,7 +277,7 @@ class MemoryService:
         except (OSError, ValueError) as exc:
             raise DataError(f"unusable path: {exc}", path=str(path)) from None
         if root is not None and not resolved.is_relative_to(root.resolve()):
-            raise ConfigError(f"path {path} is outside the data directory {root}",
+            raise ConfigError("the path is outside the data directory",
                               suggestion="use a path inside the configured data directory")
         if resolved.is_dir():
             raise FileConflictError("is a folder, not a file", path=str(path), suggestion="name a .jsonl file")

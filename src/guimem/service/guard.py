@@ -40,7 +40,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 PUBLIC_PATHS = frozenset({"/health", "/", "/favicon.ico", "/openapi.json", "/static/inspector.js",
                           "/static/inspector.css"})
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data: blob:; "
        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 SECURITY_HEADERS = [
     (b"content-security-policy", CSP.encode()),

@@ -151,11 +151,24 @@ def _first_problem(exc: RequestValidationError) -> str:
     return f"{where or 'body'}: {first.get('msg', 'invalid')}"[:300]
 
 
-def _install_error_handlers(app: FastAPI) -> None:
+def public_message(exc: GuimemError, folders: tuple[FilePath, ...] = ()) -> str:
+    """What a 4xx says: never an id from the request, never the absolute path of a served folder."""
+    if isinstance(exc, NotFoundError):
+        return f"no such {exc.what}"
+    if isinstance(exc, LifecycleError):
+        return f"transition {exc.current} -> {exc.target} is not allowed"
+    message = exc.message
+    for folder in folders:
+        for shown in dict.fromkeys((str(folder.resolve()), str(folder))):
+            message = message.replace(shown + "/", "").replace(shown, "the served folder")
+    return message
+
+
+def _install_error_handlers(app: FastAPI, folders: tuple[FilePath, ...] = ()) -> None:
     @app.exception_handler(GuimemError)
     def on_error(request: Request, exc: GuimemError) -> JSONResponse:
         status = next((code for cls, code in STATUS.items() if isinstance(exc, cls)), 400)
-        return _error(status, type(exc).__name__, exc.message, exc.suggestion)
+        return _error(status, type(exc).__name__, public_message(exc, folders), exc.suggestion)
 
     @app.exception_handler(RequestValidationError)
     def on_invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -176,7 +189,7 @@ def create_app(service: MemoryService, api_key: str | None = None, max_body_byte
                   description="Long-term memory for frozen GUI agents: recall before each step, learn after each "
                               "episode, consolidate at round boundaries. Authenticate with "
                               "`Authorization: Bearer <key>` or `X-API-Key: <key>` when the server has a key.")
-    _install_error_handlers(app)
+    _install_error_handlers(app, tuple(f for f in (service.settings.data_dir, run_dir) if f is not None))
     secured = [Security(HTTPBearer(auto_error=False, scheme_name="bearer")),
                Security(APIKeyHeader(name="X-API-Key", auto_error=False, scheme_name="apiKey"))] if api_key else []
 
