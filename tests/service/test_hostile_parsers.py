@@ -40,3 +40,13 @@ def test_a_nul_escape_inside_a_string_is_refused(open_url):
     response = httpx.post(f"{open_url}/v1/recall", content='{"goal": "a\\u0000b", "observation": {"app": "x"}}',
                           headers={"Content-Type": "application/json"})
     assert response.status_code == 400 and "NUL" in response.json()["message"]
+
+
+def test_the_openapi_document_declares_request_strings_nul_free_and_replies_unchanged(open_url):
+    doc = httpx.get(f"{open_url}/openapi.json").json()
+    body = doc["paths"]["/v1/recall"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert body["$ref"].endswith("RecallRequestRequest")
+    schemas = doc["components"]["schemas"]
+    assert schemas["RecallRequestRequest"]["properties"]["goal"]["pattern"] == "^[^\\u0000]*$"
+    assert schemas["ObservationRequest"]["properties"]["app"]["pattern"] == "^[^\\u0000]*$"
+    assert "pattern" not in schemas["Observation"]["properties"]["app"]

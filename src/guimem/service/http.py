@@ -47,6 +47,7 @@ from guimem.service.models import (
     Stats,
     TransferReply,
 )
+from guimem.service.schema import nul_free_requests
 from guimem.service.views import episodes_view, graph_view, runs_view, screenshot_file
 from guimem.types import Trajectory
 
@@ -182,13 +183,23 @@ def _install_error_handlers(app: FastAPI, folders: tuple[FilePath, ...] = ()) ->
         return response
 
 
+class _API(FastAPI):
+    """FastAPI whose OpenAPI document declares request strings NUL-free, as the guard enforces."""
+
+    def openapi(self) -> dict[str, Any]:
+        """The document, built once (`guimem.service.schema.nul_free_requests`)."""
+        if self.openapi_schema is None:
+            self.openapi_schema = nul_free_requests(super().openapi())
+        return self.openapi_schema
+
+
 def create_app(service: MemoryService, api_key: str | None = None, max_body_bytes: int = 5_000_000,
                run_dir: FilePath | None = None, insecure: bool = False) -> FastAPI:
     """The FastAPI application serving ``service`` (wrapped by the `Guard`)."""
-    app = FastAPI(title="guimem", version="0.1.0", docs_url=None, redoc_url=None,
-                  description="Long-term memory for frozen GUI agents: recall before each step, learn after each "
-                              "episode, consolidate at round boundaries. Authenticate with "
-                              "`Authorization: Bearer <key>` or `X-API-Key: <key>` when the server has a key.")
+    app = _API(title="guimem", version="0.1.0", docs_url=None, redoc_url=None,
+               description="Long-term memory for frozen GUI agents: recall before each step, learn after each "
+                           "episode, consolidate at round boundaries. Authenticate with "
+                           "`Authorization: Bearer <key>` or `X-API-Key: <key>` when the server has a key.")
     _install_error_handlers(app, tuple(f for f in (service.settings.data_dir, run_dir) if f is not None))
     secured = [Security(HTTPBearer(auto_error=False, scheme_name="bearer")),
                Security(APIKeyHeader(name="X-API-Key", auto_error=False, scheme_name="apiKey"))] if api_key else []
