@@ -88,10 +88,36 @@ def test_an_episode_whose_learn_fails_rolls_its_boundary_back_and_is_quarantined
 
 
 def test_learn_with_end_round_that_fails_commits_nothing(svc, monkeypatch):
-    def broken() -> None:
+    from guimem.memory.graph import GraphMemory
+
+    def broken(self) -> None:
         raise DataError("boundary failed")
 
-    monkeypatch.setattr(svc.memory, "end_round", broken)
+    monkeypatch.setattr(GraphMemory, "end_round", broken)  # fails with any episode, or none: nobody's data
     with pytest.raises(DataError):
         svc.learn([episode([LOGIN], seed=1)], end_round=True)
     assert svc.stats().queued == 0 and svc.stats().events == 0
+
+
+def test_an_episode_that_breaks_consolidation_is_found_quarantined_and_the_rest_learned(tmp_path, monkeypatch):
+    from guimem.memory.graph import GraphMemory
+
+    svc = service(tmp_path, method="graph")
+    episodes = [episode([USER, PASS, LOGIN], seed=s) for s in range(1, 6)]
+    bad = episodes[3].episode_id
+    apply = GraphMemory._apply
+
+    def fragile(self, t):
+        if t.episode_id == bad:
+            raise ValueError("cannot consolidate this one")
+        return apply(self, t)
+
+    monkeypatch.setattr(GraphMemory, "_apply", fragile)  # on the class: it survives the memory being reopened
+    reply = svc.learn(episodes, end_round=True)
+    stats = svc.stats()
+    assert reply.quarantined == 1 and stats.quarantine[0].episode == bad
+    assert "cannot consolidate" in stats.quarantine[0].reason and stats.committed_round == 0 and stats.queued == 0
+    learned = svc.store.query(svc.queue.namespace, "episode", ["learned"])
+    assert sorted(json.loads(r.body)["episode_id"] for r in learned) == sorted(
+        t.episode_id for t in episodes if t.episode_id != bad)
+    svc.close()

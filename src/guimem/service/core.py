@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,17 +33,23 @@ from guimem.service.transfer import (
     ExportEvent,
     ExportHeader,
     ExportRecord,
-    by_item,
-    event_key,
     export_target,
     parse_export,
-    vector_bytes,
     write_exclusive,
+    write_import,
 )
 from guimem.settings import GuimemSettings
 from guimem.storage import Record, Store, create_store
-from guimem.storage.base import EventDraft
 from guimem.types import Task, Trajectory, read_trajectories, shorten
+
+
+class _Tried(Exception):  # noqa: N818 - rolls a trial boundary back; never leaves this module
+    """A trial boundary went through (and is rolled back)."""
+
+
+def _first_line(exc: Exception) -> str:
+    text = exc.message if isinstance(exc, DataError) else str(exc)
+    return (text.splitlines() or [type(exc).__name__])[0][:300]
 
 
 class ServiceSettings(BaseModel):
@@ -204,11 +209,42 @@ class MemoryService:
                 report.refused = [Refused(-1, rec.id, reason) for rec, reason in refused]
                 return report
         except EpisodeRefusedError as exc:
-            rec = entries[exc.index][0]
-            with self.store.transaction():
-                self.queue.set_aside(rec, exc.reason)
-            aside.append(Refused(-1, rec.id, exc.reason))
+            index, reason = exc.index, exc.reason
+        except (ValueError, DataError) as exc:  # the memory's consolidation failed on data it did not name
+            found = self._culprit(entries) if entries else None
+            if found is None:  # not the data's doing: it fails without any episode, or it did not fail again
+                raise
+            index, reason = found, _first_line(exc)
+        rec = entries[index][0]
+        with self.store.transaction():
+            self.queue.set_aside(rec, reason)
+        aside.append(Refused(-1, rec.id, reason))
+        return None
+
+    def _culprit(self, entries: list[tuple[Record, Trajectory]]) -> int | None:
+        """The entry whose episode makes the boundary fail: the shortest failing prefix of the queue, found by
+        bisection, each try rolled back (the memory is reopened after each, as after any failed write); None
+        when the boundary fails with no episode at all, or the whole queue no longer fails."""
+        if self._fails([]) or not self._fails([t for _, t in entries]):
             return None
+        lo, hi = 0, len(entries)  # a boundary over the first lo entries commits, over the first hi it fails
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self._fails([t for _, t in entries[:mid]]):
+                hi = mid
+            else:
+                lo = mid
+        return hi - 1
+
+    def _fails(self, trajectories: list[Trajectory]) -> bool:
+        try:
+            with self._writing():
+                self.memory.commit_round(self.memory.committed_round() + 1, trajectories)
+                raise _Tried
+        except _Tried:
+            return False
+        except (ValueError, DataError):
+            return True
 
     def stats(self) -> Stats:
         """Item counts by kind and status, and the queue: waiting and quarantined episodes."""
@@ -321,52 +357,10 @@ class MemoryService:
         """
         source = self._path(path, must_exist=True)
         header, records, events = parse_export(source, self._header())
-        written, logged = 0, 0
         with self._lock, self._writing():
-            self._check_ids(source, records, events)
-            for item_id, versions in by_item(records).items():
-                written += self._import_versions(item_id, versions)
-            have = Counter(event_key(e.type, e.item_id, json.loads(e.payload or "{}"))
-                           for e in self.store.events(namespace=self.namespace))
-            for e in events:
-                payload = e.payload.model_dump(exclude_unset=True)
-                key = event_key(e.event, e.item_id, payload)
-                if have[key] > 0:
-                    have[key] -= 1
-                    continue
-                self.store.append_event(EventDraft(e.event, e.item_id, self.namespace, json.dumps(payload)))
-                logged += 1
-            self._import_round(header.round)
+            written, logged = write_import(self.store, self.namespace, source, header, records, events)
             self.memory = self._reopen(source)
         return TransferReply(path=self._shown(source), records=written, events=logged)
-
-    def _check_ids(self, source: Path, records: list[ExportRecord], events: list[ExportEvent]) -> None:
-        """Refuse an export whose items (or events' items) live in another namespace of this store."""
-        for item_id in dict.fromkeys([r.id for r in records] + [e.item_id for e in events if e.item_id]):
-            try:
-                owner = self.store.get(item_id).namespace
-            except NotFoundError:
-                continue
-            if owner != self.namespace:
-                raise DataError("the export holds items of another namespace of this store",
-                                path=source.name, suggestion="import it into the memory it was exported from, "
-                                "or into another store")
-
-    def _import_versions(self, item_id: str, versions: list[ExportRecord]) -> int:
-        """Write the versions of one item that its history does not already hold, in order."""
-        try:
-            history = self.store.history(item_id)
-        except NotFoundError:
-            history = []
-        same = 0
-        for old, new in zip(history, versions, strict=False):
-            if (old.kind, old.status, json.loads(old.body), old.vector) != (new.kind, new.status, new.body,
-                                                                             vector_bytes(new.vector)):
-                break
-            same += 1
-        for r in versions[same:]:
-            self.store.put(Record(r.id, r.kind, self.namespace, r.status, json.dumps(r.body), vector_bytes(r.vector)))
-        return len(versions) - same
 
     def _reopen(self, source: Path) -> Memory:
         """The memory rebuilt from the store; items that do not load as this method fail the import (rolled back)."""
@@ -374,10 +368,4 @@ class MemoryService:
             return self._open()
         except (ValidationError, KeyError, TypeError, ValueError) as exc:
             raise DataError(f"the imported items do not load as a {self.settings.method} memory: "
-                            f"{str(exc).splitlines()[0][:200]}", path=str(source)) from None
-
-    def _import_round(self, exported: int | None) -> None:
-        key = f"{self.namespace}.round"
-        current = self.store.meta_get(key)
-        if exported is not None and (current is None or int(current) < exported):
-            self.store.meta_set(key, str(exported))
+                            f"{str(exc).splitlines()[0][:200]}", path=source.name) from None

@@ -12,12 +12,15 @@ import json
 import os
 import stat
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from guimem.errors import ConfigError, DataError, FileConflictError
+from guimem.errors import ConfigError, DataError, FileConflictError, NotFoundError
+from guimem.storage import Record, Store
+from guimem.storage.base import EventDraft
 from guimem.types.files import read_regular
 
 EXPORT_VERSION = 1
@@ -132,6 +135,68 @@ def is_export(path: Path) -> bool:
         return isinstance(_LINE.validate_json(first), ExportHeader)
     except ValidationError:
         return False
+
+
+def write_import(store: Store, namespace: str, source: Path, header: ExportHeader, records: list[ExportRecord],
+                 events: list[ExportEvent]) -> tuple[int, int]:
+    """Write what the memory does not already hold of a parsed export (inside the caller's transaction);
+    returns the versions and events written.
+
+    Raises:
+        DataError: The export holds items (or events of items) of another namespace of this store.
+    """
+    _check_ids(store, namespace, source, records, events)
+    written = sum(_import_versions(store, namespace, versions) for versions in by_item(records).values())
+    have = Counter(event_key(e.type, e.item_id, json.loads(e.payload or "{}"))
+                   for e in store.events(namespace=namespace))
+    logged = 0
+    for e in events:
+        payload = e.payload.model_dump(exclude_unset=True)
+        key = event_key(e.event, e.item_id, payload)
+        if have[key] > 0:
+            have[key] -= 1
+            continue
+        store.append_event(EventDraft(e.event, e.item_id, namespace, json.dumps(payload)))
+        logged += 1
+    _import_round(store, namespace, header.round)
+    return written, logged
+
+
+def _import_round(store: Store, namespace: str, exported: int | None) -> None:
+    """Keep the export's round counter when it is ahead of this memory's."""
+    meta = f"{namespace}.round"
+    current = store.meta_get(meta)
+    if exported is not None and (current is None or int(current) < exported):
+        store.meta_set(meta, str(exported))
+
+
+def _check_ids(store: Store, namespace: str, source: Path, records: list[ExportRecord],
+               events: list[ExportEvent]) -> None:
+    for item_id in dict.fromkeys([r.id for r in records] + [e.item_id for e in events if e.item_id]):
+        try:
+            owner = store.get(item_id).namespace
+        except NotFoundError:
+            continue
+        if owner != namespace:
+            raise DataError("the export holds items of another namespace of this store", path=source.name,
+                            suggestion="import it into the memory it was exported from, or into another store")
+
+
+def _import_versions(store: Store, namespace: str, versions: list[ExportRecord]) -> int:
+    """Write the versions of one item that its history does not already hold, in order."""
+    try:
+        history = store.history(versions[0].id)
+    except NotFoundError:
+        history = []
+    same = 0
+    for old, new in zip(history, versions, strict=False):
+        if (old.kind, old.status, json.loads(old.body), old.vector) != (new.kind, new.status, new.body,
+                                                                         vector_bytes(new.vector)):
+            break
+        same += 1
+    for r in versions[same:]:
+        store.put(Record(r.id, r.kind, namespace, r.status, json.dumps(r.body), vector_bytes(r.vector)))
+    return len(versions) - same
 
 
 def vector_bytes(hex_text: str | None) -> bytes | None:
