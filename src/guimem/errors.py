@@ -9,7 +9,8 @@ Every exception guimem raises derives from `GuimemError`::
     ├── DataError                    bad input data (carries file, line and field when known)
     │   ├── TrajectoryFormatError    a malformed trajectory file
     │   ├── SuiteError               a malformed suite file or an unknown task
-    │   └── FileConflictError        a path names a folder, or a file stands where a folder must
+    │   ├── FileConflictError        a path names a folder, or a file stands where a folder must
+    │   └── EpisodeRefusedError      a memory cannot learn one episode of a round (the round rolled back)
     ├── StoreError                   the memory store failed
     │   ├── MigrationError           the store schema cannot be brought up to date
     │   ├── NotFoundError            an item, event or node that does not exist
@@ -125,6 +126,23 @@ class SuiteError(DataError):
 
 class FileConflictError(DataError):
     """A path that cannot be used as a file: it is a folder, or a file stands where a folder must be."""
+
+
+class EpisodeRefusedError(DataError):
+    """One episode of a round boundary that the memory cannot learn; the boundary was rolled back.
+
+    Args:
+        index: The episode's 0-based position in the round.
+        episode_id: Its id.
+        reason: Why it cannot be learned.
+    """
+
+    def __init__(self, index: int, episode_id: str, reason: str) -> None:
+        self.index = index
+        self.episode_id = episode_id
+        self.reason = reason
+        super().__init__(f"episode {index + 1} of the round cannot be learned: {reason}",
+                         suggestion="the episode is set aside (quarantined); the others can be learned without it")
 
 
 class StoreError(GuimemError):

@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from guimem.errors import ConfigError
 
 
 class LLMSettings(BaseModel):
@@ -107,5 +109,17 @@ class GuimemSettings(BaseSettings):
 
 
 def load_settings() -> GuimemSettings:
-    """Read settings from the environment; call once, at the entry point."""
-    return GuimemSettings()
+    """Read settings from the environment; call once, at the entry point.
+
+    Raises:
+        ConfigError: A ``GUIMEM_`` variable holds a value its setting cannot take (named, not echoed).
+    """
+    try:
+        return GuimemSettings()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = "GUIMEM_" + "__".join(str(p) for p in first["loc"]).upper()
+        raise ConfigError(f"{name}: {first['msg']}", suggestion=f"fix or unset {name}") from None
+    except ValueError as exc:  # e.g. a nested setting given as JSON that does not parse
+        raise ConfigError(f"a GUIMEM_ environment variable cannot be read: {str(exc).splitlines()[0][:200]}",
+                          suggestion="fix or unset it") from None

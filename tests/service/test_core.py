@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -75,7 +76,7 @@ def test_a_crash_inside_a_boundary_rolls_everything_back(tmp_path):
             raise BoomError
         return original(t)
 
-    svc.learn([good, good])
+    svc.learn([good, episode([USER, PASS, LOGIN], seed=2)])  # two episodes (the same one twice is learned once)
     svc.memory.learn = flaky
     with pytest.raises(BoomError):
         svc.end_round()
@@ -123,9 +124,12 @@ def test_paths_outside_the_data_directory_are_refused(tmp_path):
     svc = service(tmp_path, data_dir=data)
     with pytest.raises(ConfigError, match="outside the data directory"):
         svc.export(tmp_path / "elsewhere.jsonl")
+    with pytest.raises(ConfigError, match="outside the data directory's exports/ folder"):
+        svc.export(data / "run" / "results.jsonl")
     with pytest.raises(ConfigError, match="outside"):
         svc.import_(data / ".." / "escape.jsonl")
-    assert svc.export(data / "ok.jsonl").records == 0
+    assert svc.export(data / "exports" / "ok.jsonl").records == 0
+    assert svc.export(Path("ok.jsonl")).path == "exports/ok.jsonl"  # a previous export may be replaced
 
 
 def test_a_memory_built_with_another_embedder_is_refused(tmp_path):

@@ -77,7 +77,8 @@ def test_export_and_import_stay_inside_the_data_directory(http, data_dir, trajec
     sneaky = httpx.post(f"{http}/v1/import", json={"path": "../x.jsonl"}, headers=H)
     assert sneaky.status_code == 422
     ok = httpx.post(f"{http}/v1/export", json={"path": "m.jsonl"}, headers=H)
-    assert ok.status_code == 200 and ok.json()["records"] == 2 and ok.json()["path"] == str(data_dir / "m.jsonl")
+    assert ok.status_code == 200 and ok.json()["records"] == 2 and ok.json()["path"] == "exports/m.jsonl"
+    assert (data_dir / "exports" / "m.jsonl").is_file()
 
 
 def test_concurrent_requests_are_safe(http, trajectories_json):

@@ -33,16 +33,17 @@ def open_http(tmp_path, data_dir):
 def test_a_symlinked_temp_file_cannot_redirect_an_export_outside_the_data_dir(http, data_dir, tmp_path):
     outside = tmp_path / "precious.txt"
     outside.write_text("keep me")
-    (data_dir / "evil.jsonl.tmp").symlink_to(outside)
+    (data_dir / "exports").mkdir()
+    (data_dir / "exports" / "evil.jsonl.tmp").symlink_to(outside)
     r = httpx.post(f"{http}/v1/export", json={"path": "evil.jsonl"}, headers=H)
     assert r.status_code == 200
     assert outside.read_text() == "keep me"
-    assert json.loads((data_dir / "evil.jsonl").read_text().splitlines()[0])["type"] == "header"
-    link = data_dir / "link.jsonl"
+    assert json.loads((data_dir / "exports" / "evil.jsonl").read_text().splitlines()[0])["type"] == "header"
+    link = data_dir / "exports" / "link.jsonl"
     link.symlink_to(outside)
     r = httpx.post(f"{http}/v1/export", json={"path": "link.jsonl"}, headers=H)
-    assert r.status_code == 400 and "outside the data directory" in r.json()["message"]
-    assert outside.read_text() == "keep me"
+    assert r.status_code == 409 and "symbolic link" in r.json()["message"]
+    assert outside.read_text() == "keep me" and link.is_symlink()
 
 
 def test_the_data_dir_or_a_folder_as_path_is_a_typed_4xx_and_nothing_is_left_outside(http, data_dir):
@@ -51,6 +52,7 @@ def test_the_data_dir_or_a_folder_as_path_is_a_typed_4xx_and_nothing_is_left_out
             r = httpx.post(f"{http}/v1/{route}", json={"path": path}, headers=H)
             assert r.status_code == 422 and r.json()["error"] == "ValidationError", (route, path, r.text)
     (data_dir / "dir.jsonl").mkdir()
+    (data_dir / "exports" / "dir.jsonl").mkdir(parents=True)
     for route in ("export", "import"):
         r = httpx.post(f"{http}/v1/{route}", json={"path": "dir.jsonl"}, headers=H)
         assert r.status_code == 409 and r.json()["error"] == "FileConflictError"

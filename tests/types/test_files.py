@@ -78,3 +78,27 @@ def test_future_format_version_is_refused(tmp_path):
     path.write_text(json.dumps(raw) + "\n")
     with pytest.raises(TrajectoryFormatError, match="version 99"):
         read_trajectories(path)
+
+
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "NaN", "Infinity", "-Infinity"])
+def test_a_number_that_is_not_finite_fails_its_line(tmp_path, number):
+    good = make_trajectory().model_dump_json()
+    path = tmp_path / "inf.jsonl"
+    path.write_text(good + "\n" + good.replace('"wall_ms":0.0', f'"wall_ms":{number}') + "\n")
+    with pytest.raises(TrajectoryFormatError) as info:
+        read_trajectories(path)
+    assert info.value.line == 2 and "number" in info.value.message
+
+
+def test_a_model_refuses_infinity_given_in_python_too():
+    with pytest.raises(ValueError, match="finite"):
+        make_trajectory().model_validate({**make_trajectory().model_dump(), "wall_ms": float("inf")})
+
+
+@pytest.mark.parametrize("opening", ["[", '{"a":'])
+def test_a_line_nested_100k_deep_fails_its_line_without_recursion(tmp_path, opening):
+    path = tmp_path / "deep.jsonl"
+    path.write_text(opening * 100_000 + "\n")
+    with pytest.raises(TrajectoryFormatError, match="nested deeper") as info:
+        read_trajectories(path)
+    assert info.value.line == 1

@@ -11,8 +11,10 @@ from guimem.cli import evaluate as eval_cmd
 from guimem.cli import memory as memory_cmd
 from guimem.cli import run as run_cmd
 from guimem.cli import serve as serve_cmd
-from guimem.cli.output import CliState, emit_json, state
+from guimem.cli.output import CliState, emit_json, fail, state
+from guimem.errors import ConfigError
 from guimem.harness.doctor import run_doctor
+from guimem.settings import GuimemSettings, load_settings
 
 app = typer.Typer(
     name="guimem",
@@ -39,7 +41,12 @@ def main_options(
     """Global options (put them before the sub-command: ``guimem --json doctor``)."""
     level = logging.INFO if verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
-    ctx.obj = CliState(json=json_output)
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        ctx.obj = CliState(json=json_output, settings=GuimemSettings.model_construct())
+        raise fail(ctx, exc) from None
+    ctx.obj = CliState(json=json_output, settings=settings)
 
 
 @app.command()

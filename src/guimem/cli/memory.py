@@ -17,6 +17,8 @@ from guimem.memory.settings import MemorySpec
 from guimem.service.core import MemoryService, ServiceSettings
 from guimem.service.models import RecallRequest, Stats
 from guimem.types import Observation
+from guimem.types.files import read_regular
+from guimem.types.strictjson import StrictJSONError, loads_strict
 
 STORE = typer.Option(..., "--store", help="Store: a SQLite path, or postgresql://...")
 METHOD = typer.Option("steer", "--method", "-m", help="Memory method (namespace) in the store.")
@@ -78,16 +80,27 @@ def learn(
         reply = svc.learn_file(trajectories, end_round)
         stats = svc.stats()
     _out(st, json_output, reply, lambda: st.console.print(
-        f"learned {reply.episodes} episodes into {method}"
+        f"learned {reply.episodes - reply.repeated} episodes into {method}"
+        + (f" ({reply.repeated} already learned by episode id: not learned again)" if reply.repeated else "")
         + (f" ({stats.queued} kept in the store for the next round boundary)" if stats.queued else "")
-        + f"; items now {stats.items}"))
+        + (f" ({reply.quarantined} set aside: see memory stats)" if reply.quarantined else "")
+        + f"; items now {stats.items}", markup=False))
+
+
+MAX_OBSERVATION_BYTES = 20_000_000
 
 
 def _observation(path: Path) -> Observation:
+    """An observation file: a regular file of bounded size, UTF-8, strict JSON (never a device or FIFO)."""
+    data = read_regular(path, MAX_OBSERVATION_BYTES)
     try:
-        return Observation.model_validate_json(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise DataError(f"cannot read observation: {exc.strerror}", path=str(path)) from None
+        raw = loads_strict(data.decode("utf-8"), nul=True)
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not UTF-8 text (byte offset {exc.start})", path=str(path)) from None
+    except StrictJSONError as exc:
+        raise DataError(str(exc), path=str(path), suggestion="give an Observation as one JSON object") from None
+    try:
+        return Observation.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         raise DataError(first["msg"], path=str(path), field=".".join(str(p) for p in first["loc"])) from None
@@ -109,9 +122,12 @@ def recall(
     if bad:
         raise fail(ctx, ConfigError(f"--param {bad[0]!r} is not key=value", suggestion="e.g. --param username=alice"))
     params = dict(p.split("=", 1) for p in param)
+    try:
+        screen = _observation(observation)
+    except GuimemError as exc:
+        raise fail(ctx, exc) from None
     with _service(ctx, store, method) as svc:
-        reply = svc.recall(RecallRequest(goal=goal, observation=_observation(observation), task_id=task,
-                                         params=params))
+        reply = svc.recall(RecallRequest(goal=goal, observation=screen, task_id=task, params=params))
     inj = reply.injection
 
     def render() -> None:

@@ -74,13 +74,17 @@ def serve(
         if mcp is not None:
             if mcp != "stdio":
                 raise fail(ctx, ConfigError(f"unknown MCP transport {mcp!r}", suggestion="use --mcp stdio"))
-            from guimem.service.mcp import build_server
+            import anyio
 
-            build_server(service).run("stdio")
+            from guimem.service.mcp import build_server
+            from guimem.service.mcpwire import serve_stdio
+
+            anyio.run(serve_stdio, build_server(service))
             return
         import uvicorn
 
         from guimem.service.http import create_app
+        from guimem.service.limits import ConnectionLimits, guarded_protocol, quiet_logs
 
         key = st.settings.api_key.get_secret_value() if st.settings.api_key else None
         try:
@@ -97,7 +101,10 @@ def serve(
                          insecure=insecure)
         st.err.print(f"guimem serving {method} from {store} on http://{host}:{port}/ "
                      f"({'API key required' if key else 'no API key'})")
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+        limits = ConnectionLimits.for_descriptor_limit()
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", http=guarded_protocol(limits),
+                                               timeout_keep_alive=5, backlog=limits.backlog))
+        quiet_logs()
         server.run(sockets=[sock])
     finally:
         service.close()

@@ -6,10 +6,13 @@ The contract every memory method keeps (``guimem.testing.check_memory`` checks i
   returns an empty injection. Injections fit the method's token budget.
 - ``learn(trajectory)`` takes a finished episode; what it teaches is recalled only after the next
   round boundary (``end_round``): every episode of a round reads the same snapshot.
-- ``commit_round(r, trajectories)`` is the boundary the evaluation applies: learn from the round's
-  episodes in order, consolidate, and record that round ``r`` is committed — all in one store
-  transaction, so an interrupted run neither loses nor repeats it. ``committed_round()`` says
-  which round was committed last (-1 for none).
+- ``commit_round(r, trajectories)`` is the one boundary (the evaluation's and the service's): learn
+  from the round's episodes in order, consolidate, and record that round ``r`` is committed — all
+  in one store transaction, so an interrupted run neither loses nor repeats it. An episode that
+  does not survive its own JSON form (e.g. a non-finite number) is refused and reported, the rest
+  are learned; one whose ``learn`` raises a data error rolls the whole boundary back and raises
+  `EpisodeRefusedError` naming it (the caller sets it aside and reopens the memory: a boundary
+  never half-commits). ``committed_round()`` says which round was committed last (-1 for none).
 - What is committed survives ``close()`` and reopening; ``close()`` may be called twice.
 - With ``exclude_source_task``, nothing learned from a task is recalled for that same task.
 
@@ -24,7 +27,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from pydantic import ValidationError
+
 from guimem.envs.base import Env, Transition
+from guimem.errors import DataError, EpisodeRefusedError
 from guimem.storage import Store
 from guimem.storage.base import Change, Versioned
 from guimem.types import Action, Injection, Observation, Step, Task, Trajectory
@@ -65,6 +71,49 @@ class LearnReport:
     notes: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Refused:
+    """An episode a round boundary did not learn, and why."""
+
+    index: int
+    episode_id: str
+    reason: str
+
+
+@dataclass
+class RoundReport:
+    """What a round boundary did: the totals of what it learned, and the episodes it refused."""
+
+    round: int
+    learned: LearnReport = field(default_factory=LearnReport)
+    refused: list[Refused] = field(default_factory=list)
+
+    def add(self, report: LearnReport) -> None:
+        """Count one learned episode's report in the totals."""
+        self.learned.added += report.added
+        self.learned.merged += report.merged
+        self.learned.dropped += report.dropped
+        self.learned.queued += report.queued
+
+
+def _problem(exc: Exception) -> str:
+    if isinstance(exc, ValidationError) and exc.errors():
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return f"{where}: {first['msg']}"[:300] if where else str(first["msg"])[:300]
+    text = exc.message if isinstance(exc, DataError) else str(exc)
+    return (text.splitlines() or [type(exc).__name__])[0][:300]
+
+
+def unlearnable(trajectory: Trajectory) -> str | None:
+    """Why an episode cannot be learned, or None: it must survive its JSON form, the form every store keeps."""
+    try:
+        Trajectory.model_validate_json(trajectory.model_dump_json())
+    except ValueError as exc:
+        return _problem(exc)
+    return None
+
+
 @runtime_checkable
 class Memory(Protocol):
     """A long-term memory for a frozen agent."""
@@ -90,8 +139,12 @@ class Memory(Protocol):
         """Item counts by status, for reports."""
         ...
 
-    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
-        """Learn from a round's episodes in order, consolidate, and mark the round committed (one transaction)."""
+    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> RoundReport:
+        """Learn from a round's episodes in order, consolidate, and mark the round committed (one transaction).
+
+        Raises:
+            EpisodeRefusedError: An episode's ``learn`` failed on its data; nothing was committed.
+        """
         ...
 
     def committed_round(self) -> int:
@@ -174,13 +227,26 @@ class RoundLog:
         return int(value) if value is not None else -1
 
     def commit(self, learn: Callable[[Trajectory], LearnReport], end_round: Callable[[], None], round_index: int,
-               trajectories: Sequence[Trajectory]) -> None:
-        """Learn in order, consolidate, mark — in one transaction."""
+               trajectories: Sequence[Trajectory]) -> RoundReport:
+        """Learn in order (refusing what cannot be learned), consolidate, mark — in one transaction.
+
+        Raises:
+            EpisodeRefusedError: ``learn`` raised a data error on one episode; the transaction is rolled back.
+        """
+        report = RoundReport(round_index)
         with self.store.transaction():
-            for t in trajectories:
-                learn(t)
+            for index, t in enumerate(trajectories):
+                reason = unlearnable(t)
+                if reason is not None:
+                    report.refused.append(Refused(index, t.episode_id, reason))
+                    continue
+                try:
+                    report.add(learn(t))
+                except (ValueError, DataError) as exc:
+                    raise EpisodeRefusedError(index, t.episode_id, _problem(exc)) from None
             end_round()
             self.store.meta_set(f"{self.namespace}.boundary", str(round_index))
+        return report
 
     def close(self) -> None:
         """Close the store once."""
@@ -206,9 +272,9 @@ class StoredRounds(ABC):
     def end_round(self) -> None:
         """Consolidate at the round boundary."""
 
-    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
+    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> RoundReport:
         """Learn the round's episodes, consolidate and mark the round, in one transaction."""
-        self.rounds.commit(self.learn, self.end_round, round_index, trajectories)
+        return self.rounds.commit(self.learn, self.end_round, round_index, trajectories)
 
     def committed_round(self) -> int:
         """The last committed round (-1 when none)."""
@@ -267,11 +333,13 @@ class NoMemory:
         """No items."""
         return {}
 
-    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
+    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> RoundReport:
         """Nothing to learn; the round is marked (in the store, when there is one)."""
+        report = RoundReport(round_index)
         if self.rounds is not None:
-            self.rounds.commit(self.learn, self.end_round, round_index, trajectories)
+            report = self.rounds.commit(self.learn, self.end_round, round_index, trajectories)
         self._committed = round_index
+        return report
 
     def committed_round(self) -> int:
         """The last committed round (-1 when none)."""

@@ -23,6 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
+from guimem.memory.base import RoundReport
 from guimem.memory.kit import MemoryKit
 from guimem.types import Trajectory
 from guimem.vectors import VectorIndex
@@ -160,10 +161,11 @@ class SavesCache(ABC):
     def _save_cache(self) -> None:
         """Write the memory's cache entries that changed since they were read."""
 
-    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
+    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> RoundReport:
         """Learn and consolidate the round in one transaction, then refresh the index cache."""
-        super().commit_round(round_index, trajectories)  # type: ignore[misc]
+        report: RoundReport = super().commit_round(round_index, trajectories)  # type: ignore[misc]
         self._save_cache()
+        return report
 
     def save_cache(self) -> None:
         """Refresh the index cache now (after a boundary committed by someone other than `commit_round`)."""

@@ -3,23 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import threading
-from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from guimem.embeddings import CachedEmbedder, create_embedder
 from guimem.envs.base import Env
-from guimem.errors import ConfigError, DataError, FileConflictError, NotFoundError
-from guimem.memory.base import Curator, LearnReport, Memory, RecallQuery
+from guimem.errors import ConfigError, DataError, EpisodeRefusedError, FileConflictError, NotFoundError
+from guimem.memory.base import Curator, Memory, RecallQuery, Refused, RoundReport
 from guimem.memory.factory import check_method, open_memory
-from guimem.memory.indexcache import CacheOwner
 from guimem.memory.settings import MemorySpec
 from guimem.service.models import (
     EventView,
@@ -31,12 +26,30 @@ from guimem.service.models import (
     Stats,
     TransferReply,
 )
+from guimem.service.queue import EntryStatus, EpisodeQueue
+from guimem.service.transfer import (
+    EXPORT_VERSION,
+    EventPayload,
+    ExportEvent,
+    ExportHeader,
+    ExportRecord,
+    export_target,
+    parse_export,
+    write_exclusive,
+    write_import,
+)
 from guimem.settings import GuimemSettings
-from guimem.storage import Record, Store, create_store, new_id
-from guimem.storage.base import EventDraft
+from guimem.storage import Record, Store, create_store
 from guimem.types import Task, Trajectory, read_trajectories, shorten
 
-EXPORT_VERSION = 1
+
+class _Tried(Exception):  # noqa: N818 - rolls a trial boundary back; never leaves this module
+    """A trial boundary went through (and is rolled back)."""
+
+
+def _first_line(exc: Exception) -> str:
+    text = exc.message if isinstance(exc, DataError) else str(exc)
+    return (text.splitlines() or [type(exc).__name__])[0][:300]
 
 
 class ServiceSettings(BaseModel):
@@ -85,6 +98,7 @@ class MemoryService:
             raise
         self._lock = threading.RLock()
         self._seen = self._marker()
+        self.queue = EpisodeQueue(self.store, self.namespace)
 
     def _open(self) -> Memory:
         return open_memory(self.settings.method, self.store, self.process, spec=self.settings.spec,
@@ -94,12 +108,6 @@ class MemoryService:
         """Close the memory and its store (idempotent)."""
         self.memory.close()
         self.store.close()
-
-    @property
-    def _queue(self) -> str:
-        """The namespace of episodes waiting for the next boundary (beside the memory's own, so queuing
-        one leaves the memory's revision, and its index cache, alone)."""
-        return f"{self.namespace}.queue"
 
     def _marker(self) -> tuple[str | None, str | None]:
         """What changes when any process commits to this memory: a round boundary, a curation, an import."""
@@ -147,17 +155,18 @@ class MemoryService:
 
     def learn(self, trajectories: list[Trajectory], end_round: bool = False) -> LearnReply:
         """Keep episodes in the store for the next round boundary, all in one transaction (all or nothing);
-        with ``end_round``, apply the boundary too. Kept in the store, not in this process: any replica's
-        boundary learns them, and a process that stops before the boundary loses none."""
+        with ``end_round``, apply the boundary in the same transaction. Kept in the store, not in this
+        process: any replica's boundary learns them, and a process that stops before the boundary loses none.
+        An episode this memory already holds (same episode id: a retry) is not learned again (``repeated``)."""
         with self._lock, self.store.transaction():
-            for t in trajectories:
-                item_id = new_id("ep-")
-                self.store.put(Record(item_id, "episode", self._queue, "queued", t.model_dump_json()),
-                               EventDraft("queued", item_id, self._queue, json.dumps({"episode": t.episode_id})))
-        reply = LearnReply(episodes=len(trajectories), added=0, merged=0, dropped=0, queued=len(trajectories))
-        if end_round:
-            report = self._boundary()
-            reply.added, reply.merged, reply.dropped, reply.queued = report.added, report.merged, report.dropped, 0
+            repeated = self.queue.add(trajectories)
+            reply = LearnReply(episodes=len(trajectories), added=0, merged=0, dropped=0,
+                               queued=len(trajectories) - repeated, repeated=repeated)
+            if end_round:
+                report = self._boundary()
+                reply.added, reply.merged, reply.dropped = (report.learned.added, report.learned.merged,
+                                                            report.learned.dropped)
+                reply.queued, reply.quarantined = 0, len(report.refused)
         return reply
 
     def learn_file(self, path: Path, end_round: bool = False) -> LearnReply:
@@ -169,34 +178,84 @@ class MemoryService:
         self._boundary()
         return self.stats()
 
-    def _boundary(self) -> LearnReport:
-        """One boundary at a time per memory, across processes: under the store's lock, catch up with what
-        others committed, learn every queued episode in the order it was queued, consolidate, mark them
-        learned — one transaction."""
-        report = LearnReport()
-        with self._lock, self._writing():
-            queued = self.store.query(self._queue, "episode", ["queued"])
-            for rec in queued:
-                r = self.memory.learn(Trajectory.model_validate_json(rec.body))
-                report.added, report.merged, report.dropped = (report.added + r.added, report.merged + r.merged,
-                                                               report.dropped + r.dropped)
-            self.memory.end_round()
-            for rec in queued:
-                self.store.put(Record(rec.id, "episode", self._queue, "learned", rec.body))
-            self.store.meta_set(f"{self.namespace}.boundary", str(self.memory.committed_round() + 1))
-        if isinstance(self.memory, CacheOwner):
-            self.memory.save_cache()
-        return report
+    def _boundary(self) -> RoundReport:
+        """The memory's one boundary (`Memory.commit_round`) over the queue, one at a time per memory across
+        processes. An entry the memory cannot learn is quarantined (kept, with its reason) and the boundary
+        is tried again without it; each try either commits whole or leaves nothing of itself."""
+        aside: list[Refused] = []
+        with self._lock:
+            while True:  # bounded: every try that does not commit sets one queued entry aside
+                report = self._commit_queue(aside)
+                if report is not None:
+                    report.refused[:0] = aside
+                    return report
+
+    def _commit_queue(self, aside: list[Refused]) -> RoundReport | None:
+        """One try at the boundary; None when an episode was refused (quarantined, added to ``aside``) and the
+        boundary must be tried again without it."""
+        entries: list[tuple[Record, Trajectory]] = []
+        try:
+            with self._writing():
+                pending = self.queue.pending()
+                entries = pending.entries
+                report = self.memory.commit_round(self.memory.committed_round() + 1, [t for _, t in entries])
+                refused = [*pending.broken, *((entries[r.index][0], r.reason) for r in report.refused)]
+                for rec, reason in refused:
+                    self.queue.set_aside(rec, reason)
+                refused_ids = {rec.id for rec, _ in refused}
+                for rec, _ in entries:
+                    if rec.id not in refused_ids:
+                        self.queue.learned(rec)
+                report.refused = [Refused(-1, rec.id, reason) for rec, reason in refused]
+                return report
+        except EpisodeRefusedError as exc:
+            index, reason = exc.index, exc.reason
+        except (ValueError, DataError) as exc:  # the memory's consolidation failed on data it did not name
+            found = self._culprit(entries) if entries else None
+            if found is None:  # not the data's doing: it fails without any episode, or it did not fail again
+                raise
+            index, reason = found, _first_line(exc)
+        rec = entries[index][0]
+        with self.store.transaction():
+            self.queue.set_aside(rec, reason)
+        aside.append(Refused(-1, rec.id, reason))
+        return None
+
+    def _culprit(self, entries: list[tuple[Record, Trajectory]]) -> int | None:
+        """The entry whose episode makes the boundary fail: the shortest failing prefix of the queue, found by
+        bisection, each try rolled back (the memory is reopened after each, as after any failed write); None
+        when the boundary fails with no episode at all, or the whole queue no longer fails."""
+        if self._fails([]) or not self._fails([t for _, t in entries]):
+            return None
+        lo, hi = 0, len(entries)  # a boundary over the first lo entries commits, over the first hi it fails
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self._fails([t for _, t in entries[:mid]]):
+                hi = mid
+            else:
+                lo = mid
+        return hi - 1
+
+    def _fails(self, trajectories: list[Trajectory]) -> bool:
+        try:
+            with self._writing():
+                self.memory.commit_round(self.memory.committed_round() + 1, trajectories)
+                raise _Tried
+        except _Tried:
+            return False
+        except (ValueError, DataError):
+            return True
 
     def stats(self) -> Stats:
-        """Item counts by kind and status."""
+        """Item counts by kind and status, and the queue: waiting and quarantined episodes."""
         raw = self.store.stats(self.namespace)
         items = {f"{kind}:{status}": n for (kind, status), n in sorted(raw.by_kind_status.items())}
         rnd = self.store.meta_get(f"{self.namespace}.round")
-        queued = self.store.stats(self._queue).by_kind_status.get(("episode", "queued"), 0)
+        quarantined = self.queue.count(EntryStatus.QUARANTINED)
         return Stats(method=self.memory.name, namespace=self.namespace, items=items, events=raw.events,
                      round=int(rnd) if rnd is not None else None, committed_round=self.memory.committed_round(),
-                     queued=queued)
+                     queued=self.queue.count(EntryStatus.QUEUED), quarantined=quarantined,
+                     quarantine=self.queue.quarantine() if quarantined else [])
 
     def list_items(self, kind: str | None = None, status: str | None = None) -> list[ItemSummary]:
         """Current items, optionally filtered."""
@@ -254,7 +313,7 @@ class MemoryService:
         except (OSError, ValueError) as exc:
             raise DataError(f"unusable path: {exc}", path=str(path)) from None
         if root is not None and not resolved.is_relative_to(root.resolve()):
-            raise ConfigError(f"path {path} is outside the data directory {root}",
+            raise ConfigError("the path is outside the data directory",
                               suggestion="use a path inside the configured data directory")
         if resolved.is_dir():
             raise FileConflictError("is a folder, not a file", path=str(path), suggestion="name a .jsonl file")
@@ -263,11 +322,10 @@ class MemoryService:
         return resolved
 
     def export(self, path: Path) -> TransferReply:
-        """Every version of every item, and every event, as JSONL."""
-        target = self._path(path)
-        rnd = self.store.meta_get(f"{self.namespace}.round")
-        header = ExportHeader(type="header", version=EXPORT_VERSION, method=self.memory.name, namespace=self.namespace,
-                              embedder=self._embedder.name, round=int(rnd) if rnd is not None else None)
+        """Every version of every item, and every event, as JSONL: a new file (or a previous export
+        replaced) in the data directory's ``exports/`` folder, see `guimem.service.transfer`."""
+        target = export_target(self.settings.data_dir, path)
+        header = self._header()
         records = [ExportRecord(type="record", id=v.id, kind=v.kind, status=v.status, version=v.version,
                                 body=json.loads(v.body), vector=v.vector.hex() if v.vector else None)
                    for rec in self.store.query(self.namespace) for v in self.store.history(rec.id)]
@@ -276,50 +334,33 @@ class MemoryService:
                   for e in self.store.events(namespace=self.namespace)]
         lines = [line.model_dump_json(exclude_unset=isinstance(line, ExportEvent)) for line in
                  (header, *records, *events)]
-        _write_exclusive(target, ("\n".join(lines) + "\n").encode("utf-8"))
-        return TransferReply(path=str(target), records=len(records), events=len(events))
+        write_exclusive(target, ("\n".join(lines) + "\n").encode("utf-8"))
+        return TransferReply(path=self._shown(target), records=len(records), events=len(events))
+
+    def _header(self) -> ExportHeader:
+        rnd = self.store.meta_get(f"{self.namespace}.round")
+        return ExportHeader(type="header", version=EXPORT_VERSION, method=self.memory.name, namespace=self.namespace,
+                            embedder=self._embedder.name, round=int(rnd) if rnd is not None else None)
+
+    def _shown(self, path: Path) -> str:
+        """A path as replies show it: relative to the data directory when there is one (never the absolute one)."""
+        root = self.settings.data_dir
+        return str(path.relative_to(root.resolve())) if root is not None and path.is_relative_to(root.resolve()) \
+            else str(path)
 
     def import_(self, path: Path) -> TransferReply:
         """Load an export into this memory: validated first, written in one transaction.
 
         Idempotent: versions and events this memory already holds are not written again, so the
         same export imported twice gives the same store; the export's round counter is kept.
+        Another method's export, and ids that belong to another namespace of this store, are refused.
         """
         source = self._path(path, must_exist=True)
-        header, records, events = _parse_export(source, self._embedder.name)
-        written, logged = 0, 0
+        header, records, events = parse_export(source, self._header())
         with self._lock, self._writing():
-            for item_id, versions in _by_item(records).items():
-                written += self._import_versions(item_id, versions)
-            have = Counter(_event_key(e.type, e.item_id, json.loads(e.payload or "{}"))
-                           for e in self.store.events(namespace=self.namespace))
-            for e in events:
-                payload = e.payload.model_dump(exclude_unset=True)
-                key = _event_key(e.event, e.item_id, payload)
-                if have[key] > 0:
-                    have[key] -= 1
-                    continue
-                self.store.append_event(EventDraft(e.event, e.item_id, self.namespace, json.dumps(payload)))
-                logged += 1
-            self._import_round(header.round)
+            written, logged = write_import(self.store, self.namespace, source, header, records, events)
             self.memory = self._reopen(source)
-        return TransferReply(path=str(source), records=written, events=logged)
-
-    def _import_versions(self, item_id: str, versions: list[ExportRecord]) -> int:
-        """Write the versions of one item that its history does not already hold, in order."""
-        try:
-            history = self.store.history(item_id)
-        except NotFoundError:
-            history = []
-        same = 0
-        for old, new in zip(history, versions, strict=False):
-            if (old.kind, old.status, json.loads(old.body), old.vector) != (new.kind, new.status, new.body,
-                                                                             _vector(new.vector)):
-                break
-            same += 1
-        for r in versions[same:]:
-            self.store.put(Record(r.id, r.kind, self.namespace, r.status, json.dumps(r.body), _vector(r.vector)))
-        return len(versions) - same
+        return TransferReply(path=self._shown(source), records=written, events=logged)
 
     def _reopen(self, source: Path) -> Memory:
         """The memory rebuilt from the store; items that do not load as this method fail the import (rolled back)."""
@@ -327,149 +368,4 @@ class MemoryService:
             return self._open()
         except (ValidationError, KeyError, TypeError, ValueError) as exc:
             raise DataError(f"the imported items do not load as a {self.settings.method} memory: "
-                            f"{str(exc).splitlines()[0][:200]}", path=str(source)) from None
-
-    def _import_round(self, exported: int | None) -> None:
-        key = f"{self.namespace}.round"
-        current = self.store.meta_get(key)
-        if exported is not None and (current is None or int(current) < exported):
-            self.store.meta_set(key, str(exported))
-
-
-def _write_exclusive(target: Path, data: bytes) -> None:
-    """Write ``target`` atomically through a temp file created exclusively beside it (never through a link).
-
-    Raises:
-        FileConflictError: A file stands where a folder of the path must be.
-    """
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    except (FileExistsError, NotADirectoryError):
-        raise FileConflictError("a file stands where a folder of this path must be", path=str(target)) from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _vector(hex_text: str | None) -> bytes | None:
-    return bytes.fromhex(hex_text) if hex_text else None
-
-
-def _event_key(kind: str, item_id: str | None, payload: dict[str, object]) -> tuple[str, str | None, str]:
-    return (kind, item_id, json.dumps(payload, sort_keys=True))
-
-
-def _by_item(records: list[ExportRecord]) -> dict[str, list[ExportRecord]]:
-    out: dict[str, list[ExportRecord]] = {}
-    for r in records:
-        out.setdefault(r.id, []).append(r)
-    return {k: sorted(v, key=lambda r: r.version) for k, v in out.items()}
-
-
-NAME = r"^[a-z][a-z_]{0,39}$"
-ID = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$"
-
-
-class ExportRecord(BaseModel):
-    """One item version in an export."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    type: Literal["record"]
-    id: str = Field(pattern=ID)
-    kind: str = Field(pattern=NAME)
-    status: str = Field(pattern=NAME)
-    version: int = Field(default=0, ge=0)
-    body: dict[str, object]
-    vector: str | None = Field(default=None, pattern=r"^([0-9a-f]{8})*$", max_length=1 << 20)
-
-
-class EventPayload(BaseModel):
-    """An event's details: the evidence fields every reader relies on are typed; others are kept as they are."""
-
-    model_config = ConfigDict(extra="allow")
-
-    round: int | None = Field(default=None, ge=0)
-    trials: int | None = Field(default=None, ge=0)
-    controls: int | None = Field(default=None, ge=0)
-    difference: float | None = Field(default=None, allow_inf_nan=False)
-    effective_uses: int | None = Field(default=None, ge=0)
-    harms: int | None = Field(default=None, ge=0)
-    held_back: list[str] | None = None
-    reason: str | None = None
-
-
-class ExportEvent(BaseModel):
-    """One event in an export."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    type: Literal["event"]
-    event: str = Field(pattern=NAME)
-    item_id: str | None = Field(default=None, pattern=ID)
-    payload: EventPayload = Field(default_factory=EventPayload)
-
-
-class ExportHeader(BaseModel):
-    """The first line of an export."""
-
-    type: Literal["header"]
-    version: int
-    embedder: str
-    method: str = ""
-    namespace: str = ""
-    round: int | None = None
-
-
-ExportLine = Annotated[ExportHeader | ExportRecord | ExportEvent, Field(discriminator="type")]
-_LINE: TypeAdapter[ExportHeader | ExportRecord | ExportEvent] = TypeAdapter(ExportLine)
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"not UTF-8 text (byte offset {exc.start})", path=str(path)) from None
-    except OSError as exc:
-        raise DataError(f"cannot read: {exc.strerror or exc}", path=str(path)) from None
-
-
-def _check_header(header: ExportHeader, embedder: str, path: Path, line: int) -> None:
-    if header.version != EXPORT_VERSION:
-        raise DataError(f"export version {header.version} is not supported", path=str(path), line=line,
-                        field="version")
-    if header.embedder != embedder:
-        raise DataError(f"exported with embedder {header.embedder!r}, this memory uses {embedder!r}",
-                        path=str(path), line=line, field="embedder")
-
-
-def _parse_export(path: Path, embedder: str) -> tuple[ExportHeader, list[ExportRecord], list[ExportEvent]]:
-    header: ExportHeader | None = None
-    records: list[ExportRecord] = []
-    events: list[ExportEvent] = []
-    for number, line in enumerate(_read_text(path).splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            parsed = _LINE.validate_json(line)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(p) for p in first["loc"]) or None
-            raise DataError(first["msg"], path=str(path), line=number, field=field) from None
-        if isinstance(parsed, ExportHeader):
-            _check_header(parsed, embedder, path, number)
-            header = parsed
-        elif isinstance(parsed, ExportRecord):
-            records.append(parsed)
-        else:
-            events.append(parsed)
-    if header is None:
-        raise DataError("no header line: not a guimem export", path=str(path), line=1)
-    return header, records, events
+                            f"{str(exc).splitlines()[0][:200]}", path=source.name) from None

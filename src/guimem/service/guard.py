@@ -11,7 +11,8 @@ In order, for every HTTP request:
 3. **Content type.** A request with a body (every ``POST``) must say ``application/json`` (415),
    so a cross-site form or ``text/plain`` post cannot change memory.
 4. **Body.** Read while streaming and refused with 413 the moment it passes the limit (nothing
-   larger is ever buffered); it must be UTF-8 JSON without NaN/Infinity or lone surrogates (400).
+   larger is ever buffered); it must be strict UTF-8 JSON (400): finite numbers, bounded nesting, no NUL or lone
+   surrogates in strings.
 5. **Headers.** Every response carries a strict Content-Security-Policy and no-sniff/no-referrer
    headers.
 
@@ -29,6 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from guimem.types.strictjson import StrictJSONError, loads_strict
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -37,7 +40,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 PUBLIC_PATHS = frozenset({"/health", "/", "/favicon.ico", "/openapi.json", "/static/inspector.js",
                           "/static/inspector.css"})
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data: blob:; "
        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 SECURITY_HEADERS = [
     (b"content-security-policy", CSP.encode()),
@@ -99,12 +102,9 @@ def presented_keys(scope: Scope) -> list[str]:
     return keys
 
 
-def _reject_constant(name: str) -> None:
-    raise ValueError(f"{name} is not JSON")
-
-
 def check_json(body: bytes) -> None:
-    """Refuse bodies that are not strict UTF-8 JSON (no NaN/Infinity, no lone surrogates).
+    """Refuse bodies that are not strict UTF-8 JSON (see `loads_strict`: finite numbers, nesting at most
+    64 deep, no NUL characters or lone surrogates in strings).
 
     Raises:
         Refusal: 400, naming the problem without echoing the body.
@@ -114,16 +114,10 @@ def check_json(body: bytes) -> None:
     except UnicodeDecodeError as exc:
         raise Refusal(400, "BadRequest", f"the body is not UTF-8 (byte {exc.start})") from None
     try:
-        value = json.loads(text, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as exc:
-        message = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-        raise Refusal(400, "BadRequest", f"the body is not valid JSON ({message[:120]})",
+        loads_strict(text)
+    except StrictJSONError as exc:
+        raise Refusal(400, "BadRequest", f"the body is not strict JSON: {exc}",
                       "send one JSON object as described in /openapi.json") from None
-    try:
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        raise Refusal(400, "BadRequest", "the body holds a lone surrogate (\\ud800-\\udfff): not valid Unicode",
-                      "send text as valid Unicode") from None
 
 
 @dataclass
@@ -164,12 +158,21 @@ class Guard:
             await send(message)
 
         try:
-            self._check_request(scope)
+            self._check_headers(scope)
             body = await self._read_body(scope, receive)
         except Refusal as refusal:
             await _respond(send_with_headers, refusal)
             return
         await self.app(scope, _replay(body, receive), send_with_headers)
+
+    def _check_headers(self, scope: Scope) -> None:
+        """`_check_request`, where a header value that makes any parser raise is a 400, never a 500."""
+        try:
+            self._check_request(scope)
+        except Refusal:
+            raise
+        except Exception:  # a header value no parser expected: refuse it, whatever the parser raised
+            raise Refusal(400, "BadRequest", "a header value is malformed") from None
 
     def _check_request(self, scope: Scope) -> None:
         path = scope.get("path", "")
@@ -181,7 +184,7 @@ class Guard:
                 raise Refusal(403, "Forbidden", "this service has no API key, so it answers only to loopback hosts",
                               "use http://127.0.0.1:PORT, or start it with GUIMEM_API_KEY set")
             origin = _header(scope, b"origin")
-            if origin is not None and origin != "null" and not is_loopback_host(urlsplit(origin).netloc):
+            if origin is not None and origin != "null" and not is_loopback_host(_origin_host(origin)):
                 raise Refusal(403, "Forbidden", "requests from other sites' pages are refused",
                               "call the API from this machine, or set GUIMEM_API_KEY")
             if origin == "null":
@@ -204,7 +207,8 @@ class Guard:
     async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
         limit = self.settings.max_body_bytes
         declared = _header(scope, b"content-length")
-        if declared is not None and (not declared.strip().isdigit() or int(declared) > limit):
+        if declared is not None and (not (declared.strip().isascii() and declared.strip().isdigit())
+                                     or int(declared) > limit):
             raise Refusal(413, "PayloadTooLarge", f"request body over {limit} bytes")
         if scope.get("method") not in ("POST", "PUT", "PATCH"):
             return b""
@@ -225,6 +229,14 @@ class Guard:
         if body.strip() and self._takes_json(scope):
             check_json(body)
         return body
+
+
+def _origin_host(origin: str) -> str:
+    """The host part of an ``Origin`` header; anything that does not parse is a 400, never a 500."""
+    try:
+        return urlsplit(origin).netloc
+    except Exception:  # urlsplit raises ValueError on "http://[::1" and friends; refuse whatever it raises
+        raise Refusal(400, "BadRequest", "the Origin header is not a URL") from None
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

@@ -47,6 +47,7 @@ from guimem.service.models import (
     Stats,
     TransferReply,
 )
+from guimem.service.schema import nul_free_requests
 from guimem.service.views import episodes_view, graph_view, runs_view, screenshot_file
 from guimem.types import Trajectory
 
@@ -120,6 +121,8 @@ def strict(model: type[BaseModel]) -> Any:
             model.model_validate_json(json.dumps(value), strict=True)
         except ValidationError as exc:
             raise RequestValidationError(exc.errors(include_url=False, include_input=False)) from None
+        except (ValueError, RecursionError):  # the guard bounds nesting first; this is defence in depth
+            raise StarletteHTTPException(400, "the body is not strict JSON") from None
 
     return Depends(check)
 
@@ -149,11 +152,24 @@ def _first_problem(exc: RequestValidationError) -> str:
     return f"{where or 'body'}: {first.get('msg', 'invalid')}"[:300]
 
 
-def _install_error_handlers(app: FastAPI) -> None:
+def public_message(exc: GuimemError, folders: tuple[FilePath, ...] = ()) -> str:
+    """What a 4xx says: never an id from the request, never the absolute path of a served folder."""
+    if isinstance(exc, NotFoundError):
+        return f"no such {exc.what}"
+    if isinstance(exc, LifecycleError):
+        return f"transition {exc.current} -> {exc.target} is not allowed"
+    message = exc.message
+    for folder in folders:
+        for shown in dict.fromkeys((str(folder.resolve()), str(folder))):
+            message = message.replace(shown + "/", "").replace(shown, "the served folder")
+    return message
+
+
+def _install_error_handlers(app: FastAPI, folders: tuple[FilePath, ...] = ()) -> None:
     @app.exception_handler(GuimemError)
     def on_error(request: Request, exc: GuimemError) -> JSONResponse:
         status = next((code for cls, code in STATUS.items() if isinstance(exc, cls)), 400)
-        return _error(status, type(exc).__name__, exc.message, exc.suggestion)
+        return _error(status, type(exc).__name__, public_message(exc, folders), exc.suggestion)
 
     @app.exception_handler(RequestValidationError)
     def on_invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -167,14 +183,24 @@ def _install_error_handlers(app: FastAPI) -> None:
         return response
 
 
+class _API(FastAPI):
+    """FastAPI whose OpenAPI document declares request strings NUL-free, as the guard enforces."""
+
+    def openapi(self) -> dict[str, Any]:
+        """The document, built once (`guimem.service.schema.nul_free_requests`)."""
+        if self.openapi_schema is None:
+            self.openapi_schema = nul_free_requests(super().openapi())
+        return self.openapi_schema
+
+
 def create_app(service: MemoryService, api_key: str | None = None, max_body_bytes: int = 5_000_000,
                run_dir: FilePath | None = None, insecure: bool = False) -> FastAPI:
     """The FastAPI application serving ``service`` (wrapped by the `Guard`)."""
-    app = FastAPI(title="guimem", version="0.1.0", docs_url=None, redoc_url=None,
-                  description="Long-term memory for frozen GUI agents: recall before each step, learn after each "
-                              "episode, consolidate at round boundaries. Authenticate with "
-                              "`Authorization: Bearer <key>` or `X-API-Key: <key>` when the server has a key.")
-    _install_error_handlers(app)
+    app = _API(title="guimem", version="0.1.0", docs_url=None, redoc_url=None,
+               description="Long-term memory for frozen GUI agents: recall before each step, learn after each "
+                           "episode, consolidate at round boundaries. Authenticate with "
+                           "`Authorization: Bearer <key>` or `X-API-Key: <key>` when the server has a key.")
+    _install_error_handlers(app, tuple(f for f in (service.settings.data_dir, run_dir) if f is not None))
     secured = [Security(HTTPBearer(auto_error=False, scheme_name="bearer")),
                Security(APIKeyHeader(name="X-API-Key", auto_error=False, scheme_name="apiKey"))] if api_key else []
 

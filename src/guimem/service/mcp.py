@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import StrictBool, StrictInt, StrictStr, ValidationError
+
 from guimem.errors import GuimemError
 from guimem.service.core import MemoryService
 from guimem.service.models import RecallRequest
@@ -25,11 +27,17 @@ TOOL_OPERATIONS = {
 
 
 def _safe(call: Any) -> dict[str, Any]:
-    """Run a service call; a guimem error becomes a typed error object the client can read."""
+    """Run a service call; a guimem error or an argument that does not validate becomes a typed error
+    object the client can read, with the message (never the input) passed on."""
     try:
         return {"ok": True, "result": call()}
     except GuimemError as exc:
         return {"ok": False, "error": type(exc).__name__, "message": exc.message, "suggestion": exc.suggestion}
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return {"ok": False, "error": "ValidationError", "message": f"{where}: {first['msg']}"[:300] if where
+                else str(first["msg"])[:300], "suggestion": "see the tool's input schema"}
 
 
 def build_server(service: MemoryService) -> Any:
@@ -50,15 +58,15 @@ def build_server(service: MemoryService) -> Any:
 def _agent_tools(server: MCPServer[Any], service: MemoryService) -> None:
 
     @server.tool()
-    def recall(goal: str, observation: dict[str, Any], task_id: str = "adhoc",
-               params: dict[str, str] | None = None, step: int = 0) -> dict[str, Any]:
+    def recall(goal: StrictStr, observation: dict[str, Any], task_id: StrictStr = "adhoc",
+               params: dict[str, StrictStr] | None = None, step: StrictInt = 0) -> dict[str, Any]:
         """What memory shows the agent before a step: the injection (items, text, token count)."""
         return _safe(lambda: service.recall(RecallRequest(
             goal=goal, observation=Observation.model_validate(observation), task_id=task_id, params=params or {},
             step=step)).model_dump(mode="json"))
 
     @server.tool()
-    def learn(trajectories: list[dict[str, Any]], end_round: bool = False) -> dict[str, Any]:
+    def learn(trajectories: list[dict[str, Any]], end_round: StrictBool = False) -> dict[str, Any]:
         """Learn from finished episodes (all or nothing); optionally apply the round boundary."""
         def run() -> dict[str, Any]:
             parsed = [Trajectory.model_validate(t) for t in trajectories]
@@ -80,36 +88,36 @@ def _inspection_tools(server: MCPServer[Any], service: MemoryService) -> None:
         return _safe(lambda: service.stats().model_dump(mode="json"))
 
     @server.tool()
-    def list_items(kind: str | None = None, status: str | None = None) -> dict[str, Any]:
+    def list_items(kind: StrictStr | None = None, status: StrictStr | None = None) -> dict[str, Any]:
         """Current items, optionally filtered by kind and status."""
         return _safe(lambda: [i.model_dump(mode="json") for i in service.list_items(kind, status)])
 
     @server.tool()
-    def show_item(item_id: str) -> dict[str, Any]:
+    def show_item(item_id: StrictStr) -> dict[str, Any]:
         """One item in full (a skill with its code)."""
         return _safe(lambda: service.show(item_id).model_dump(mode="json"))
 
     @server.tool()
-    def item_history(item_id: str) -> dict[str, Any]:
+    def item_history(item_id: StrictStr) -> dict[str, Any]:
         """An item's events with their evidence."""
         return _safe(lambda: [e.model_dump(mode="json") for e in service.history(item_id)])
 
     @server.tool()
-    def export_memory(path: str) -> dict[str, Any]:
+    def export_memory(path: StrictStr) -> dict[str, Any]:
         """Export the memory to a JSONL file inside the data directory."""
         return _safe(lambda: service.export(Path(path)).model_dump(mode="json"))
 
     @server.tool()
-    def import_memory(path: str) -> dict[str, Any]:
+    def import_memory(path: StrictStr) -> dict[str, Any]:
         """Import an export from a JSONL file inside the data directory."""
         return _safe(lambda: service.import_(Path(path)).model_dump(mode="json"))
 
     @server.tool()
-    def admit_item(item_id: str, reason: str = "manual") -> dict[str, Any]:
+    def admit_item(item_id: StrictStr, reason: StrictStr = "manual") -> dict[str, Any]:
         """Admit an item in trial (manual curation, logged)."""
         return _safe(lambda: service.set_status(item_id, "admitted", reason).model_dump(mode="json"))
 
     @server.tool()
-    def retire_item(item_id: str, reason: str = "manual") -> dict[str, Any]:
+    def retire_item(item_id: StrictStr, reason: StrictStr = "manual") -> dict[str, Any]:
         """Retire an admitted item (manual curation, logged)."""
         return _safe(lambda: service.set_status(item_id, "retired", reason).model_dump(mode="json"))

@@ -31,13 +31,17 @@ class RecallReply(BaseModel):
 class LearnReply(BaseModel):
     """What learning did (``queued``: episodes kept in the store for the next round boundary, as every
     method's contract says: what is learned is recalled after ``end_round``; ``added``/``merged``/
-    ``dropped``: what the boundary did with them, when the same call ended the round)."""
+    ``dropped``: what the boundary did with them, when the same call ended the round; ``quarantined``:
+    queued episodes that boundary could not learn and set aside, see `Stats.quarantine`; ``repeated``:
+    episodes this memory already held, by episode id — a retried learn — not learned again)."""
 
     episodes: int
     added: int
     merged: int
     dropped: int
     queued: int = 0
+    quarantined: int = 0
+    repeated: int = 0
 
 
 class ItemSummary(BaseModel):
@@ -67,12 +71,21 @@ class EventView(BaseModel):
     created_at: float
 
 
+class QuarantinedEpisode(BaseModel):
+    """A queued episode a round boundary could not learn: set aside (kept in the store) with the reason."""
+
+    id: str
+    episode: str
+    reason: str
+
+
 class Stats(BaseModel):
     """Counts of a memory.
 
     ``round``: round boundaries the admission lifecycle has passed (steer, stack; None for others).
     ``committed_round``: the last round boundary committed (0-based; -1 for none).
     ``queued``: episodes learned and waiting in the store for the next round boundary.
+    ``quarantined``: queued episodes a boundary could not learn (``quarantine``: the latest 100, with why).
     """
 
     method: str
@@ -82,6 +95,8 @@ class Stats(BaseModel):
     round: int | None = None
     committed_round: int = -1
     queued: int = 0
+    quarantined: int = 0
+    quarantine: list[QuarantinedEpisode] = []
 
 
 class TransferReply(BaseModel):

@@ -4,13 +4,19 @@ them at word boundaries and inserts them as text, never as markup."""
 
 from __future__ import annotations
 
+import logging
+import re
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
-from guimem.errors import NotFoundError
+from guimem.errors import NotFoundError, TrajectoryFormatError
 from guimem.memory.graph import EdgeBody, NodeBody
 from guimem.service.core import MemoryService
-from guimem.types import ItemKind, iter_trajectories
+from guimem.types import ItemKind, Trajectory, parse_trajectory_line
+
+log = logging.getLogger(__name__)
+_ROUND = re.compile(r"round-(\d{1,6})\.jsonl")
 
 
 def _labels(signatures: dict[str, str]) -> dict[str, str]:
@@ -62,8 +68,22 @@ def runs_view(run_dir: Path | None) -> list[dict[str, object]]:
     """Methods with traces in the served run, and their rounds (0-based in the API; the page shows 1-based)."""
     if run_dir is None or not (run_dir / "traces").exists():
         return []
-    return [{"method": m.name, "rounds": sorted(int(p.stem.split("-")[1]) for p in m.glob("round-*.jsonl"))}
+    return [{"method": m.name, "rounds": sorted(int(found.group(1)) for p in m.glob("round-*.jsonl")
+                                                if (found := _ROUND.fullmatch(p.name)))}
             for m in sorted((run_dir / "traces").iterdir()) if m.is_dir()]
+
+
+def _episodes(path: Path) -> Iterator[Trajectory]:
+    """The episodes of a trace file; a torn or unreadable line (a process killed mid-write) is skipped, so one
+    bad line never hides the rest of its round."""
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                yield parse_trajectory_line(raw.decode("utf-8"), path=path.name, line=number)
+            except (UnicodeDecodeError, TrajectoryFormatError):
+                log.warning("skipping unreadable line %d of trace %s", number, path.name)
 
 
 def _trace(run_dir: Path | None, method: str, round_index: int) -> Path:
@@ -91,7 +111,7 @@ def episodes_view(run_dir: Path | None, method: str, round_index: int) -> list[d
     path = _trace(run_dir, method, round_index)
     assert run_dir is not None
     out = []
-    for t in iter_trajectories(path):
+    for t in _episodes(path):
         out.append({"episode": t.episode_id, "task": t.task.id, "seed": t.task.seed, "success": t.outcome.success,
                     "steps": [{"index": s.index, "action": s.action.describe(), "injected": s.injection.text,
                                "tokens": s.injection.tokens, "abstained": s.injection.abstained,
@@ -111,7 +131,7 @@ def screenshot_file(run_dir: Path | None, method: str, round_index: int, episode
     """
     path = _trace(run_dir, method, round_index)
     assert run_dir is not None
-    for t in iter_trajectories(path):
+    for t in _episodes(path):
         if t.episode_id == episode:
             found = next((s for s in t.steps if s.index == step), None)
             shot = _screenshot(run_dir, found.observation.screenshot) if found else None

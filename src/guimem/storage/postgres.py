@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from guimem.errors import DataError, MigrationError, MissingDependencyError, StoreError
+from guimem.errors import ConfigError, DataError, MigrationError, MissingDependencyError, StoreError
 from guimem.storage.base import Event, EventDraft, Record, mask_url
 from guimem.storage.sql import COLUMNS, SQLReads
 
@@ -60,6 +60,9 @@ class PostgresStore(SQLReads):
             self._conn = psycopg.connect(dsn, autocommit=True)
         except psycopg.OperationalError as exc:
             raise StoreError(f"cannot connect to {self._url}: {exc}") from exc
+        except (psycopg.ProgrammingError, ValueError):  # the DSN does not parse (its text may hold a password)
+            raise ConfigError("the store URL is not a valid PostgreSQL URL",
+                              suggestion="e.g. --store postgresql://user@localhost:5432/guimem") from None
         self._lock = threading.RLock()
         self._depth = 0
         self._migrate()

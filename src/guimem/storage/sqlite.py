@@ -119,22 +119,39 @@ class SQLiteStore(SQLReads):
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """Nestable write transaction; the outermost one commits or rolls back."""
+        """Nestable write transaction; the outermost one commits or rolls back, inner ones are savepoints
+        (an inner one that fails leaves nothing of itself, even when its caller goes on)."""
         with self._lock:
             outer = self._depth == 0
-            if outer:
-                self._conn.execute("BEGIN IMMEDIATE")
+            savepoint = f"guimem_{self._depth}"
+            try:
+                self._conn.execute("BEGIN IMMEDIATE" if outer else f"SAVEPOINT {savepoint}")
+            except sqlite3.OperationalError as exc:  # e.g. an immutable or read-only file
+                raise _store_error(self.path, exc) from exc
             self._depth += 1
             try:
                 yield
-            except BaseException:
+            except BaseException as exc:
                 self._depth -= 1
-                if outer:
-                    self._conn.execute("ROLLBACK")
+                self._undo(outer, savepoint)
+                if outer and isinstance(exc, sqlite3.OperationalError):
+                    raise _store_error(self.path, exc) from exc
                 raise
             self._depth -= 1
-            if outer:
-                self._conn.execute("COMMIT")
+            try:
+                self._conn.execute("COMMIT" if outer else f"RELEASE {savepoint}")
+            except sqlite3.OperationalError as exc:
+                self._undo(outer, savepoint)
+                raise _store_error(self.path, exc) from exc
+
+    def _undo(self, outer: bool, savepoint: str) -> None:
+        if not self._conn.in_transaction:
+            return
+        if outer:
+            self._conn.execute("ROLLBACK")
+        else:
+            self._conn.execute(f"ROLLBACK TO {savepoint}")
+            self._conn.execute(f"RELEASE {savepoint}")
 
     def put(self, record: Record, event: EventDraft | None = None) -> Record:
         """Write a new version and (optionally) its event, atomically."""
@@ -181,6 +198,12 @@ class SQLiteStore(SQLReads):
         """Close the connection."""
         with self._lock:
             self._conn.close()
+
+
+def _store_error(path: str, exc: sqlite3.OperationalError) -> StoreError:
+    """A write the SQLite file refused (read-only, immutable, locked too long, disk full) as a store failure."""
+    return StoreError(f"SQLite store {path} refused a write: {exc}",
+                      suggestion="check that the store file and its folder can be written (not read-only or immutable)")
 
 
 def _split_sql(script: str) -> list[str]:

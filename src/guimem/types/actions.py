@@ -73,7 +73,7 @@ class Action(BaseModel):
     ``selector``; recorded actions carry both so memory can keep the selector.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=_kind_rules)
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, json_schema_extra=_kind_rules)
 
     kind: ActionKind
     ref: str | None = None
@@ -186,7 +186,7 @@ class ActionErrorCode(StrEnum):
 class ActionError(BaseModel):
     """A failed action, shown to the agent at its next step."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     code: ActionErrorCode
     message: str

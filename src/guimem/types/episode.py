@@ -16,7 +16,7 @@ TRAJECTORY_FORMAT_VERSION = 1
 class Task(BaseModel):
     """One task instance: the same ``id`` and ``seed`` reproduce the same episode start."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     id: str
     goal: str
@@ -41,7 +41,7 @@ class InfraFailure(BaseModel):
     Pass@k and is run again when the evaluation resumes.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     component: InfraComponent
     error: str
@@ -60,7 +60,7 @@ class Outcome(BaseModel):
             says nothing about the agent.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     success: bool
     score: float = 0.0
@@ -81,7 +81,7 @@ class Behaviour(BaseModel):
         avoid: True for warnings: the policy should not take these actions.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     actions: tuple[Action, ...] = ()
     avoid: bool = False
@@ -106,7 +106,7 @@ class ItemKind(StrEnum):
 class InjectedItem(BaseModel):
     """One memory item as shown to the agent at one step."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     id: str
     kind: ItemKind
@@ -129,7 +129,7 @@ class Injection(BaseModel):
     back from this episode as its matched *control* (STEER trials).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     method: str = "none"
     items: tuple[InjectedItem, ...] = ()
@@ -161,7 +161,7 @@ class ModelCall(BaseModel):
         mode: How the reply was constrained (``json_schema``, ``json_object``, ``text``), when known.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -178,7 +178,7 @@ class Step(BaseModel):
     learning can see through skills.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     index: int
     observation: Observation
@@ -200,7 +200,7 @@ def new_episode_id() -> str:
 class Trajectory(BaseModel):
     """One whole episode; serialised as one JSONL line (format version in ``version``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     version: int = TRAJECTORY_FORMAT_VERSION
     episode_id: str = Field(default_factory=new_episode_id)

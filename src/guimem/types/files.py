@@ -6,15 +6,37 @@ the whole file with its path, line number and field.
 
 from __future__ import annotations
 
-import json
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from guimem.errors import TrajectoryFormatError
+from guimem.errors import DataError, TrajectoryFormatError
 from guimem.types.episode import TRAJECTORY_FORMAT_VERSION, Trajectory
+from guimem.types.strictjson import StrictJSONError, loads_strict
+
+
+def read_regular(path: Path | str, limit: int) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes: a device, FIFO, socket or folder is refused
+    without blocking on it (opened non-blocking, checked with fstat before any read), and so is a larger file.
+
+    Raises:
+        DataError: Not a regular file, over ``limit`` bytes, or unreadable.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise DataError(f"cannot read: {exc.strerror or exc}", path=str(path)) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise DataError("is not a regular file (a folder, device, FIFO or socket)", path=str(path))
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise DataError(f"is larger than {limit} bytes", path=str(path))
+    return data
 
 
 def artifacts_dir(trajectory_file: Path) -> Path:
@@ -34,9 +56,9 @@ def parse_trajectory_line(text: str, *, path: str = "<string>", line: int = 1) -
         TrajectoryFormatError: The line is not JSON, not the current format version, or a field is wrong.
     """
     try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise TrajectoryFormatError(f"not valid JSON ({exc.msg} at column {exc.colno})", path=path, line=line) from None
+        raw = loads_strict(text, nul=True)
+    except StrictJSONError as exc:
+        raise TrajectoryFormatError(str(exc), path=path, line=line) from None
     if not isinstance(raw, dict):
         raise TrajectoryFormatError("each line must be a JSON object (one episode)", path=path, line=line)
     version = raw.get("version", TRAJECTORY_FORMAT_VERSION)

@@ -34,7 +34,7 @@ class Role(StrEnum):
 class Bounds(BaseModel):
     """An element's box in screen pixels."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     x: float = 0.0
     y: float = 0.0
@@ -54,7 +54,7 @@ class UIElement(BaseModel):
     so memory never stores refs, only `Selector`s.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     ref: str
     role: Role = Role.OTHER
@@ -79,7 +79,7 @@ class UIElement(BaseModel):
 class Observation(BaseModel):
     """One screen as the agent sees it."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     app: str
     location: str = ""
@@ -122,7 +122,7 @@ class MatchStatus(StrEnum):
 class Resolution(BaseModel):
     """The result of resolving a `Selector` against an observation."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, allow_inf_nan=False)
 
     status: MatchStatus
     element: UIElement | None = None
@@ -143,7 +143,7 @@ class Selector(BaseModel):
     text includes a sender's name). ``nth`` picks among several matches in document order.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     role: Role | None = None
     text: str = ""

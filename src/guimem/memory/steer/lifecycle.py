@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
 from guimem.errors import DataError, NotFoundError
-from guimem.memory.base import Cursor, LearnReport
+from guimem.memory.base import Cursor, LearnReport, RoundReport
 from guimem.memory.indexcache import IndexCache
 from guimem.memory.kit import MemoryKit
 from guimem.memory.settings import AdmissionRules, GateSettings
@@ -454,10 +454,11 @@ class AdmissionMembers:
         """Items by status."""
         return self.lifecycle.stats()
 
-    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> None:
+    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> RoundReport:
         """Learn and consolidate the round in one transaction, then refresh the index cache."""
-        super().commit_round(round_index, trajectories)  # type: ignore[misc]
+        report: RoundReport = super().commit_round(round_index, trajectories)  # type: ignore[misc]
         self.lifecycle.save_cache()
+        return report
 
     def save_cache(self) -> None:
         """Refresh the index cache of the admission lifecycle."""

@@ -315,6 +315,8 @@ async function load() {
       ? `; learned through round ${stats.committed_round + 1}` : '';
     document.getElementById('summary').textContent = `memory ${stats.method} (namespace ${stats.namespace}): ` +
       Object.entries(stats.items).map(([k, v]) => `${k} ${int(v)}`).join(', ') + `; ${int(stats.events)} events${rnd}`;
+    fill('quarantine', (stats.quarantine || []).map(q => h('li', {},
+      `episode ${q.episode || q.id} set aside, not learned: ${q.reason}`)));
     drawGraph(await get('/v1/graph'));
     const items = await get('/v1/items');
     await drawSkills(items);

@@ -1,0 +1,323 @@
+"""Export and import files of a memory: the JSONL format, and where an export may be written.
+
+An export is written only as a ``.jsonl`` file; with a data directory, only inside its own
+``exports/`` folder (never into run folders). It never writes through a symbolic link, never opens
+or replaces a device, FIFO or socket, and replaces an existing file only when that file is itself a
+guimem export. Every folder on the way, below the data directory, must be a real folder, not a link.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from guimem.errors import ConfigError, DataError, FileConflictError, NotFoundError
+from guimem.storage import Record, Store
+from guimem.storage.base import EventDraft
+from guimem.types.files import read_regular
+
+EXPORT_VERSION = 1
+EXPORTS = "exports"
+SUFFIX = ".jsonl"
+MAX_EXPORT_BYTES = 2_000_000_000
+
+
+def write_exclusive(target: Path, data: bytes) -> None:
+    """Write ``target`` atomically: a temp file created exclusively beside it (``O_EXCL``, ``O_NOFOLLOW``),
+    then renamed over it (a rename replaces the name, it never opens or writes through what stood there).
+
+    Raises:
+        FileConflictError: A file stands where a folder of the path must be.
+    """
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except (FileExistsError, NotADirectoryError):
+        raise FileConflictError("a file stands where a folder of this path must be", path=str(target)) from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def export_target(root: Path | None, path: Path) -> Path:
+    """Where an export named ``path`` is written (see the module docstring), checked before anything is written.
+
+    With a data directory ``root``, ``path`` is relative to ``root/exports/`` (a leading ``exports/`` may be
+    given), or absolute inside it; without one (the CLI), it is the path as given.
+
+    Raises:
+        ConfigError: Not a ``.jsonl`` name, or outside the exports folder.
+        FileConflictError: A link, device, FIFO, socket or folder, or a file that is not an export, stands there.
+    """
+    if path.suffix != SUFFIX or path.name.startswith("."):
+        raise ConfigError(f"an export is written as a {SUFFIX} file", suggestion="e.g. steer.jsonl")
+    if root is None:
+        target = path.absolute()
+        _check_replaceable(target)
+        return target
+    folder = root.resolve() / EXPORTS
+    parts = _inside(folder, path)
+    target = folder.joinpath(*parts)
+    _check_folders(root.resolve(), target.parent)
+    _check_replaceable(target)
+    return target
+
+
+def _inside(folder: Path, path: Path) -> tuple[str, ...]:
+    if path.is_absolute():
+        if not path.is_relative_to(folder):
+            raise ConfigError(f"an export path outside the data directory's {EXPORTS}/ folder is refused",
+                              suggestion=f"give a path relative to it, e.g. {EXPORTS}/steer.jsonl")
+        path = path.relative_to(folder)
+    parts = path.parts[1:] if path.parts[:1] == (EXPORTS,) else path.parts
+    if not parts or any(p in ("", ".", "..") or p.startswith(".") for p in parts):
+        raise ConfigError(f"an export path names a file inside the data directory's {EXPORTS}/ folder",
+                          suggestion="e.g. steer.jsonl")
+    return parts
+
+
+def _check_folders(root: Path, folder: Path) -> None:
+    """Every folder from ``root`` down to ``folder`` is a real folder (not a link) or does not exist yet."""
+    here = root
+    for part in folder.relative_to(root).parts:
+        here = here / part
+        try:
+            mode = os.lstat(here).st_mode
+        except FileNotFoundError:
+            return
+        if not stat.S_ISDIR(mode):
+            raise FileConflictError("a link or a file stands where a folder of the export must be",
+                                    path=str(folder.relative_to(root)))
+
+
+def _check_replaceable(target: Path) -> None:
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(mode):
+        raise FileConflictError("is a symbolic link: an export never writes through a link", path=target.name)
+    if stat.S_ISDIR(mode):
+        raise FileConflictError("is a folder, not a file", path=target.name, suggestion="name a .jsonl file")
+    if not stat.S_ISREG(mode):
+        raise FileConflictError("is a device, FIFO or socket: an export replaces only a previous export",
+                                path=target.name)
+    if not is_export(target):
+        raise FileConflictError("exists and is not a guimem export: an export never replaces other files",
+                                path=target.name, suggestion="choose a new file name")
+
+
+def is_export(path: Path) -> bool:
+    """Whether ``path`` is a regular file (not a link) whose first line is a guimem export header."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return False
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return False
+    with os.fdopen(fd, "rb") as fh:
+        first = fh.readline(1 << 16)
+    try:
+        return isinstance(_LINE.validate_json(first), ExportHeader)
+    except ValidationError:
+        return False
+
+
+def write_import(store: Store, namespace: str, source: Path, header: ExportHeader, records: list[ExportRecord],
+                 events: list[ExportEvent]) -> tuple[int, int]:
+    """Write what the memory does not already hold of a parsed export (inside the caller's transaction);
+    returns the versions and events written.
+
+    Raises:
+        DataError: The export holds items (or events of items) of another namespace of this store.
+    """
+    _check_ids(store, namespace, source, records, events)
+    written = sum(_import_versions(store, namespace, versions) for versions in by_item(records).values())
+    have = Counter(event_key(e.type, e.item_id, json.loads(e.payload or "{}"))
+                   for e in store.events(namespace=namespace))
+    logged = 0
+    for e in events:
+        payload = e.payload.model_dump(exclude_unset=True)
+        key = event_key(e.event, e.item_id, payload)
+        if have[key] > 0:
+            have[key] -= 1
+            continue
+        store.append_event(EventDraft(e.event, e.item_id, namespace, json.dumps(payload)))
+        logged += 1
+    _import_round(store, namespace, header.round)
+    return written, logged
+
+
+def _import_round(store: Store, namespace: str, exported: int | None) -> None:
+    """Keep the export's round counter when it is ahead of this memory's."""
+    meta = f"{namespace}.round"
+    current = store.meta_get(meta)
+    if exported is not None and (current is None or int(current) < exported):
+        store.meta_set(meta, str(exported))
+
+
+def _check_ids(store: Store, namespace: str, source: Path, records: list[ExportRecord],
+               events: list[ExportEvent]) -> None:
+    for item_id in dict.fromkeys([r.id for r in records] + [e.item_id for e in events if e.item_id]):
+        try:
+            owner = store.get(item_id).namespace
+        except NotFoundError:
+            continue
+        if owner != namespace:
+            raise DataError("the export holds items of another namespace of this store", path=source.name,
+                            suggestion="import it into the memory it was exported from, or into another store")
+
+
+def _import_versions(store: Store, namespace: str, versions: list[ExportRecord]) -> int:
+    """Write the versions of one item that its history does not already hold, in order."""
+    try:
+        history = store.history(versions[0].id)
+    except NotFoundError:
+        history = []
+    same = 0
+    for old, new in zip(history, versions, strict=False):
+        if (old.kind, old.status, json.loads(old.body), old.vector) != (new.kind, new.status, new.body,
+                                                                         vector_bytes(new.vector)):
+            break
+        same += 1
+    for r in versions[same:]:
+        store.put(Record(r.id, r.kind, namespace, r.status, json.dumps(r.body), vector_bytes(r.vector)))
+    return len(versions) - same
+
+
+def vector_bytes(hex_text: str | None) -> bytes | None:
+    return bytes.fromhex(hex_text) if hex_text else None
+
+
+def event_key(kind: str, item_id: str | None, payload: dict[str, object]) -> tuple[str, str | None, str]:
+    return (kind, item_id, json.dumps(payload, sort_keys=True))
+
+
+def by_item(records: list[ExportRecord]) -> dict[str, list[ExportRecord]]:
+    out: dict[str, list[ExportRecord]] = {}
+    for r in records:
+        out.setdefault(r.id, []).append(r)
+    return {k: sorted(v, key=lambda r: r.version) for k, v in out.items()}
+
+
+NAME = r"^[a-z][a-z_]{0,39}$"
+ID = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$"
+
+
+class ExportRecord(BaseModel):
+    """One item version in an export."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["record"]
+    id: str = Field(pattern=ID)
+    kind: str = Field(pattern=NAME)
+    status: str = Field(pattern=NAME)
+    version: int = Field(default=0, ge=0)
+    body: dict[str, object]
+    vector: str | None = Field(default=None, pattern=r"^([0-9a-f]{8})*$", max_length=1 << 20)
+
+
+class EventPayload(BaseModel):
+    """An event's details: the evidence fields every reader relies on are typed; others are kept as they are."""
+
+    model_config = ConfigDict(extra="allow")
+
+    round: int | None = Field(default=None, ge=0)
+    trials: int | None = Field(default=None, ge=0)
+    controls: int | None = Field(default=None, ge=0)
+    difference: float | None = Field(default=None, allow_inf_nan=False)
+    effective_uses: int | None = Field(default=None, ge=0)
+    harms: int | None = Field(default=None, ge=0)
+    held_back: list[str] | None = None
+    reason: str | None = None
+
+
+class ExportEvent(BaseModel):
+    """One event in an export."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["event"]
+    event: str = Field(pattern=NAME)
+    item_id: str | None = Field(default=None, pattern=ID)
+    payload: EventPayload = Field(default_factory=EventPayload)
+
+
+class ExportHeader(BaseModel):
+    """The first line of an export."""
+
+    type: Literal["header"]
+    version: int
+    embedder: str
+    method: str = ""
+    namespace: str = ""
+    round: int | None = None
+
+
+ExportLine = Annotated[ExportHeader | ExportRecord | ExportEvent, Field(discriminator="type")]
+_LINE: TypeAdapter[ExportHeader | ExportRecord | ExportEvent] = TypeAdapter(ExportLine)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return read_regular(path, MAX_EXPORT_BYTES).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not UTF-8 text (byte offset {exc.start})", path=path.name) from None
+
+
+def _check_header(header: ExportHeader, expected: ExportHeader, path: Path, line: int) -> None:
+    if header.version != EXPORT_VERSION:
+        raise DataError(f"export version {header.version} is not supported", path=path.name, line=line,
+                        field="version")
+    if header.embedder != expected.embedder:
+        raise DataError(f"exported with embedder {header.embedder!r}, this memory uses {expected.embedder!r}",
+                        path=path.name, line=line, field="embedder")
+    if header.method and header.method != expected.method:
+        raise DataError(f"an export of a {header.method} memory cannot be imported into a {expected.method} memory",
+                        path=path.name, line=line, field="method",
+                        suggestion=f"import it with --method {header.method} (or into a {header.method} service)")
+
+
+def parse_export(path: Path, expected: ExportHeader) -> tuple[ExportHeader, list[ExportRecord], list[ExportEvent]]:
+    """An export file, validated whole (``expected``: this memory's method and embedder).
+
+    Raises:
+        DataError: A line that is not valid (its number and field named), or another memory's export.
+    """
+    header: ExportHeader | None = None
+    records: list[ExportRecord] = []
+    events: list[ExportEvent] = []
+    for number, line in enumerate(_read_text(path).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            parsed = _LINE.validate_json(line)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(p) for p in first["loc"]) or None
+            raise DataError(first["msg"], path=path.name, line=number, field=field) from None
+        if isinstance(parsed, ExportHeader):
+            _check_header(parsed, expected, path, number)
+            header = parsed
+        elif isinstance(parsed, ExportRecord):
+            records.append(parsed)
+        else:
+            events.append(parsed)
+    if header is None:
+        raise DataError("no header line: not a guimem export", path=path.name, line=1)
+    return header, records, events
