@@ -185,3 +185,13 @@ def test_after_a_failed_boundary_the_service_recalls_what_the_store_holds(tmp_pa
     assert svc.stats().items == {} and svc.stats().queued == 1
     assert svc.recall(request()).injection.items == (), "nothing the rolled-back boundary added in-process"
     assert svc.end_round().items.get("edge:active", 0) > 0, "the queued episode is learned by the next boundary"
+
+
+def test_a_users_method_whose_commit_round_returns_nothing_is_served_and_learns(tmp_path):
+    svc = service(tmp_path, method="tests.memory.test_contract:SucceededBefore")
+    from guimem.types import read_trajectories
+
+    svc.learn(read_trajectories(trajectories(tmp_path)), end_round=True)
+    stats = svc.stats()
+    assert stats.committed_round == 0 and stats.queued == 0
+    svc.close()

@@ -198,7 +198,10 @@ class MemoryService:
             with self._writing():
                 pending = self.queue.pending()
                 entries = pending.entries
-                report = self.memory.commit_round(self.memory.committed_round() + 1, [t for _, t in entries])
+                next_round = self.memory.committed_round() + 1
+                report = self.memory.commit_round(next_round, [t for _, t in entries])
+                if not isinstance(report, RoundReport):  # a user's method may return nothing: it refused nothing
+                    report = RoundReport(next_round)
                 refused = [*pending.broken, *((entries[r.index][0], r.reason) for r in report.refused)]
                 for rec, reason in refused:
                     self.queue.set_aside(rec, reason)
