@@ -48,6 +48,9 @@ def test_scope_widens_on_other_tasks_evidence_and_narrows_where_it_harms():
               _rec("c", 1, 2, "trial", 1.0, True), _rec("c", 2, 2, "control", 0.0)]
     half, change = earn_scope(item, helped[:2], {}, gate)
     assert half.scope is Scope.TASK and change is None, "one trial and one control are not enough"
+    one_task = [_rec("b", s, r, arm, 1.0 if arm == "trial" else 0.0, True) for s in (1, 2) for r in (3, 4)
+                for arm in ("trial", "control")]
+    assert earn_scope(item, one_task, {}, gate)[0].scope is Scope.TASK, "one other task is not the app"
     wide, change = earn_scope(half, helped[2:], {}, gate)
     assert wide.scope is Scope.APP and change == {"widened": "app", "tasks": ["b", "c"]}
     history = {"d": [TrialRecord(episode="old", task="d", seed=7, round=1, arm="control", score=1.0,

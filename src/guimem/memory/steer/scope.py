@@ -7,7 +7,8 @@ conflict with the item's (the verb, the object, the roles), the item fits T's sc
 it harmed. There it is a trial against matched controls of T (balanced per task, round and slot, as
 STEER's), never shown as verified. Its evidence on tasks other than its own is kept apart
 (`KnowledgeItem.transfer`): with the gate's thresholds met on it (trials and controls on other tasks,
-trial − control > 0, effective uses, no harm) its scope becomes the app; a trial on T that fails where
+trial − control > 0, effective uses, no harm) and trials on at least two other tasks, its scope becomes the
+app; a trial on T that fails where
 a matched control of T (the same round, or the same seed before) succeeded is a harm, after which T is
 refused and an app-scoped item goes back to its task.
 """
@@ -21,6 +22,9 @@ from guimem.memory.steer.contract import TaskContract, conflicts
 from guimem.memory.steer.items import Evidence, ItemStatus, KnowledgeItem, Scope, TrialRecord, is_failure
 from guimem.memory.steer.trials import Arm, gate
 from guimem.types import Task
+
+MIN_TASKS = 2
+"""Other tasks an item must have been tried on before its scope widens (one sibling, or a twin, is not an app)."""
 
 
 def transferable(item: KnowledgeItem) -> bool:
@@ -83,9 +87,9 @@ def earn_scope(item: KnowledgeItem, records: list[TrialRecord], history: dict[st
         update["refused"] = sorted({*item.refused, *harmed})
         update["scope"] = Scope.TASK
         change = {"narrowed": sorted(harmed), "scope": Scope.TASK.value}
-    elif item.scope is Scope.TASK and gate(Evidence(records=[r for r in transfer.records
-                                                            if r.task not in item.refused]),
-                                           ItemStatus.TRIAL, settings).status is ItemStatus.ADMITTED:
+    elif item.scope is Scope.TASK and len({r.task for r in transfer.arm("trial")}) >= MIN_TASKS and \
+            gate(Evidence(records=[r for r in transfer.records if r.task not in item.refused]), ItemStatus.TRIAL,
+                 settings).status is ItemStatus.ADMITTED:
         update["scope"] = Scope.APP
         change = {"widened": Scope.APP.value, "tasks": sorted({r.task for r in transfer.records})}
     return item.model_copy(update=update), change
