@@ -18,31 +18,13 @@ from pydantic import BaseModel, ValidationError
 
 from guimem.agents.base import PolicyInput
 from guimem.agents.context import ContextStrategy, step_prompt
+from guimem.agents.reply import Fold, Reply
 from guimem.agents.schemas import action_variants, bounded_text
 from guimem.llm.prompts import render_screen, template
 from guimem.types import Action, ActionKind, MemoryOp, Task
 
 T = TypeVar("T")
 PARTS = ("thinking", "folding", "tool_call", "ui_observation", "action_intent")
-
-
-class Fold(BaseModel):
-    """``{"range": [s, t], "summary": "..."}``."""
-
-    range: tuple[int, int]
-    summary: str
-
-
-@dataclass
-class Reply:
-    """A parsed policy output; ``errors`` says what was missing or malformed (and is shown next step)."""
-
-    thinking: str = ""
-    fold: Fold | None = None
-    action: Action | None = None
-    ui_observation: str = ""
-    action_intent: str = ""
-    errors: list[str] = field(default_factory=list)
 
 
 def _part(text: str, name: str) -> str | None:

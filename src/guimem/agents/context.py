@@ -6,13 +6,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
+from guimem.agents.reply import Reply
 from guimem.llm.prompts import template
 from guimem.types import Task
-
-if TYPE_CHECKING:
-    from guimem.agents.conact import Reply
 
 T = TypeVar("T")
 

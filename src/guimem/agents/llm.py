@@ -19,8 +19,9 @@ from typing import Protocol
 from pydantic import BaseModel
 
 from guimem.agents.base import Decision, Policy, PolicyInput
-from guimem.agents.conact import ConActContext, FivePartProtocol, Reply
+from guimem.agents.conact import ConActContext, FivePartProtocol
 from guimem.agents.context import AppendContext, ContextStrategy
+from guimem.agents.reply import Reply
 from guimem.agents.schemas import action_variants, bounded_text, fit_to_budget
 from guimem.errors import ConfigError, LLMError, LLMResponseError
 from guimem.llm import ChatMessage, LLMClient, create_llm, image_part, text_message, validate_reply
