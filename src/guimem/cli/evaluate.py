@@ -19,6 +19,7 @@ from guimem.embeddings import create_embedder
 from guimem.errors import ConfigError, GuimemError
 from guimem.harness.compare import compare_runs
 from guimem.harness.evaluate import Evaluation, methods_of
+from guimem.harness.factory import check_names
 from guimem.harness.metrics import Summary, summarise
 from guimem.harness.report import pass_table, write_report
 from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir, judged
@@ -50,11 +51,13 @@ def _spec(st: CliState, env: str | None, suite: str, rounds: int, methods: str, 
            f"context {st.settings.llm.context_tokens or 'unknown'})") if uses_model else None
     if policy == "rank":
         llm = f"{Path(st.settings.rank.model_path or '?').name} (rank, in-process, n_ctx {st.settings.rank.n_ctx})"
-    return EvalSpec(env=env, suite=suite_obj, rounds=rounds, methods=methods_of(chosen), policy=policy,
+    spec = EvalSpec(env=env, suite=suite_obj, rounds=rounds, methods=methods_of(chosen), policy=policy,
                     context=context, memory=MemorySpec(exclude_source_task=exclude_source_task,
                                                        extractor=st.settings.extractor), embedder=embedder,
                     llm=llm, token_encoding=st.settings.token_encoding, workers=workers, backend=backend,
                     screenshots=screenshots, store=mask_url(store) if store else "", address=address)
+    check_names(spec, st.settings)  # before --out is made: a bad name leaves no run folder behind
+    return spec
 
 
 def _check_cluster(backend: str, address: str | None, store: str | None) -> None:

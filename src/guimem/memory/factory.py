@@ -17,7 +17,7 @@ from guimem.memory.base import Memory
 from guimem.memory.indexcache import default_cache_dir
 from guimem.memory.kit import MemoryKit
 from guimem.memory.settings import MemorySpec
-from guimem.registry import MEMORY_METHODS, Registry, default_registry, is_target
+from guimem.registry import MEMORY_METHODS, Registry, default_registry
 from guimem.settings import GuimemSettings
 from guimem.storage import Store, create_store
 from guimem.tokens import TiktokenCounter
@@ -27,13 +27,13 @@ EnvFactory = Callable[[], Env]
 
 
 def check_method(name: str, registry: Registry | None = None) -> str:
-    """``name`` if it names a memory method (registered, or an import path), else a did-you-mean error.
+    """``name`` if it names a memory method (registered, or an import path that imports), else the error.
 
     Raises:
-        UnknownBackendError: Not a method.
+        UnknownBackendError: Not a method (with "did you mean").
+        ImportPathError: An import path whose module or class cannot be imported.
     """
-    if not is_target(name):
-        (registry or default_registry()).spec("memory", name)
+    (registry or default_registry()).check("memory", name)
     return name
 
 

@@ -1,0 +1,42 @@
+"""Run the installed ``guimem`` console script in a subprocess, from a folder of a user's own code."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).parent.parent
+EXAMPLES = ROOT / "examples" / "extending"
+
+
+def guimem_command() -> list[str]:
+    """The console script beside this interpreter; else ``python -P -m guimem.cli``, which, like the script and
+    unlike a plain ``python -m``, does not put the current folder on ``sys.path``."""
+    script = Path(sys.executable).parent / "guimem"
+    return [str(script)] if script.exists() else [sys.executable, "-P", "-m", "guimem.cli"]
+
+
+def run_guimem(*args: str, cwd: Path, env: dict[str, str] | None = None,
+               timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``guimem ARGS`` in ``cwd`` with this environment (offline hashing embedder unless ``env`` says otherwise)."""
+    full = {**os.environ, "GUIMEM_EMBEDDER__NAME": "hashing", "COLUMNS": "200", **(env or {})}
+    return subprocess.run([*guimem_command(), *args], cwd=cwd, env=full, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+def user_project(folder: Path) -> Path:
+    """A folder as a user has it: ``mypkg/last_success.py`` (the tally example renamed), ``mypkg/counter.py``
+    (the counter env) and ``suite.json`` naming the env by its import path."""
+    pkg = folder / "mypkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    memory = (EXAMPLES / "tally_memory.py").read_text()
+    (pkg / "last_success.py").write_text(memory.replace("class TallyMemory", "class LastSuccessMemory")
+                                         .replace('return "tally"', 'return "last-success"'))
+    (pkg / "counter.py").write_text((EXAMPLES / "counter_env.py").read_text())
+    suite = (EXAMPLES / "counter_suite.json").read_text()
+    (folder / "suite.json").write_text(suite.replace("examples.extending.counter_env:CounterEnv",
+                                                     "mypkg.counter:CounterEnv"))
+    return folder
