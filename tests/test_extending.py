@@ -32,6 +32,11 @@ def test_the_example_memory_keeps_the_contract(tmp_path):
     assert check_memory(MEMORY, tmp_path) == []
 
 
+def test_check_memory_run_twice_on_one_work_folder_starts_from_an_empty_memory_each_time(tmp_path):
+    assert check_memory(MEMORY, tmp_path) == []
+    assert check_memory(MEMORY, tmp_path) == []
+
+
 def test_the_example_env_keeps_the_env_contract():
     env = make_env(ENV, GuimemSettings())
     assert check_env(env, Task(id="counter", goal="", app="counter", seed=1)) == []
