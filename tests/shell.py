@@ -27,14 +27,16 @@ def run_guimem(*args: str, cwd: Path, env: dict[str, str] | None = None,
 
 
 def user_project(folder: Path) -> Path:
-    """A folder as a user has it: ``mypkg/last_success.py`` (the tally example renamed), ``mypkg/counter.py``
-    (the counter env) and ``suite.json`` naming the env by its import path."""
+    """A folder as a user has it: ``mypkg/last_success.py`` (the tally example renamed, counting every episode
+    so that its store has events even when the explorer never succeeds), ``mypkg/counter.py`` (the counter
+    env) and ``suite.json`` naming the env by its import path."""
     pkg = folder / "mypkg"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
     memory = (EXAMPLES / "tally_memory.py").read_text()
     (pkg / "last_success.py").write_text(memory.replace("class TallyMemory", "class LastSuccessMemory")
-                                         .replace('return "tally"', 'return "last-success"'))
+                                         .replace('return "tally"', 'return "last-success"')
+                                         .replace("if t.outcome.success and t.steps:", "if t.steps:"))
     (pkg / "counter.py").write_text((EXAMPLES / "counter_env.py").read_text())
     suite = (EXAMPLES / "counter_suite.json").read_text()
     (folder / "suite.json").write_text(suite.replace("examples.extending.counter_env:CounterEnv",

@@ -66,3 +66,72 @@ def test_every_extra_the_registry_suggests_is_one_of_the_projects_extras():
     suggested = {reg.spec(kind, name).extra for kind in ("embedder", "vector_index", "store", "llm", "env", "policy",
                                                          "memory") for name in reg.names(kind)}
     assert suggested - {None} <= extras and suggested - {None}
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory):
+    """A user's project after ``guimem eval`` ran its own method for two rounds."""
+    project = user_project(tmp_path_factory.mktemp("ran") / "project")
+    done = run_guimem("eval", "--env", ENV, "--suite", "suite.json", "--rounds", "2", "--methods", MEMORY,
+                      "--out", "runs/mine", cwd=project)
+    assert done.returncode == 0, done.stderr
+    return project
+
+
+STORE = "runs/mine/memory/mypkg.last_success.LastSuccessMemory.sqlite"
+
+
+@pytest.mark.parametrize("name", [MEMORY, "lastsuccessmemory", "last-success"])
+def test_a_custom_methods_memory_is_found_by_its_import_path_namespace_or_own_name(ran, name):
+    done = run_guimem("memory", "stats", "--store", STORE, "--method", name, "--json", cwd=ran)
+    assert done.returncode == 0, done.stderr
+    stats = json.loads(done.stdout)
+    # every episode of the two rounds (3 tasks each) was logged as one event at its round's boundary
+    assert (stats["method"], stats["namespace"], stats["events"], stats["committed_round"]) == (
+        "last-success", "lastsuccessmemory", 6, 1)
+
+
+def test_memory_stats_without_a_method_shows_the_stores_only_memory(ran):
+    done = run_guimem("memory", "stats", "--store", STORE, "--json", cwd=ran)
+    assert done.returncode == 0, done.stderr
+    assert (json.loads(done.stdout)["namespace"], json.loads(done.stdout)["events"]) == ("lastsuccessmemory", 6)
+    text = run_guimem("memory", "stats", "--store", STORE, cwd=ran)
+    assert text.stdout.startswith("last-success (lastsuccessmemory): 6 events"), text.stdout
+
+
+def test_a_name_the_store_does_not_hold_says_what_it_holds(ran):
+    done = run_guimem("memory", "list", "--store", STORE, "--method", "lastsucces", cwd=ran)
+    assert done.returncode == 2 and "did you mean" in done.stderr and "'lastsuccessmemory'" in done.stderr, done.stderr
+
+
+def _learned(path, *methods: str) -> None:
+    from guimem.memory.factory import open_memory
+    from guimem.settings import GuimemSettings
+    from guimem.storage import create_store
+    from guimem.testing.memory import form_episodes
+
+    settings = GuimemSettings()
+    settings.embedder.name = "hashing"
+    for method in methods:
+        memory = open_memory(method, create_store(str(path)), settings)
+        memory.commit_round(0, form_episodes())
+        memory.close()
+
+
+def test_a_store_of_a_shipped_method_other_than_steer_is_read_without_method(tmp_path):
+    _learned(tmp_path / "m.sqlite", "append_all_similarity")
+    stats = run_guimem("memory", "stats", "--store", "m.sqlite", cwd=tmp_path)
+    assert stats.stdout.startswith("append_all_similarity (append_all_similarity): "), stats.stdout
+    items = run_guimem("memory", "list", "--store", "m.sqlite", "--json", cwd=tmp_path)
+    assert items.returncode == 0 and json.loads(items.stdout), items.stderr
+
+
+def test_memory_stats_without_a_method_lists_the_memories_of_a_store_holding_several(tmp_path):
+    _learned(tmp_path / "m.sqlite", "append_all_similarity", "append_all_operational")
+    listed = run_guimem("memory", "stats", "--store", "m.sqlite", "--json", cwd=tmp_path)
+    assert [(m["namespace"], m["method"]) for m in json.loads(listed.stdout)] == [
+        ("append_all_operational", "append_all_operational"), ("append_all_similarity", "append_all_similarity")]
+    text = run_guimem("memory", "stats", "--store", "m.sqlite", cwd=tmp_path).stdout
+    assert "holds 2 memories (give --method to see one)" in text and "steer" not in text, text
+    chosen = run_guimem("memory", "list", "--store", "m.sqlite", cwd=tmp_path)
+    assert chosen.returncode == 2 and "give --method" in chosen.stderr, chosen.stderr

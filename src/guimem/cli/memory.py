@@ -11,6 +11,7 @@ import typer
 from pydantic import BaseModel, ValidationError
 from rich.table import Table
 
+from guimem.cli.lookup import FIND, held, print_held, resolve_memory
 from guimem.cli.output import CliState, emit_json, fail, state
 from guimem.errors import ConfigError, DataError, GuimemError
 from guimem.memory.settings import MemorySpec
@@ -25,10 +26,15 @@ memory_app = typer.Typer(help="Inspect, curate, export and import a memory.", no
 
 
 @contextmanager
-def _service(ctx: typer.Context, store: str, method: str, verify: bool = False,
+def _service(ctx: typer.Context, store: str, method: str | None, verify: bool = False,
              create: bool = False) -> Iterator[MemoryService]:
-    """The service on ``store``; only commands that write new memory (``create``) may create the store."""
+    """The service on the memory ``method`` names in ``store`` (`resolve_memory`); only commands that write
+    new memory (``create``) may create the store."""
     st = state(ctx)
+    try:
+        method, namespace = resolve_memory(store, method)
+    except GuimemError as exc:
+        raise fail(ctx, exc) from None
     env_holder: list[object] = []
     factory: Callable[[], object] | None = None
     if verify:
@@ -40,7 +46,7 @@ def _service(ctx: typer.Context, store: str, method: str, verify: bool = False,
             return env_holder[0]
 
     try:
-        service = MemoryService(ServiceSettings(store=store, method=method, create=create,
+        service = MemoryService(ServiceSettings(store=store, method=method, namespace=namespace, create=create,
                                                 spec=MemorySpec(extractor=st.settings.extractor)), st.settings,
                                 env_factory=factory)  # type: ignore[arg-type]
     except GuimemError as exc:
@@ -98,7 +104,7 @@ def recall(
     goal: str = typer.Option(..., "--goal", "-g", help="The task goal in words."),
     observation: Path = typer.Option(..., "--observation", help="The current screen: an Observation as JSON."),
     store: str = STORE,
-    method: str = METHOD,
+    method: str | None = FIND,
     task: str = typer.Option("adhoc", "--task", help="Task id (decides task-scoped knowledge)."),
     param: list[str] = typer.Option([], "--param", help="Task parameter as key=value (repeatable)."),
     json_output: bool = JSON,
@@ -122,9 +128,17 @@ def recall(
 
 
 @memory_app.command("stats")
-def stats_cmd(ctx: typer.Context, store: str = STORE, method: str = METHOD, json_output: bool = JSON) -> None:
-    """Item counts by kind and status."""
+def stats_cmd(ctx: typer.Context, store: str = STORE, method: str | None = FIND, json_output: bool = JSON) -> None:
+    """Item counts by kind and status; without --method, of the store's only memory, else the memories it holds."""
     st = state(ctx, json_output)
+    if method is None:
+        try:
+            found = held(store)
+        except GuimemError as exc:
+            raise fail(ctx, exc) from None
+        if len(found) != 1 or found[0].method is None:
+            _out(st, json_output, [*found], lambda: print_held(st, store, found))
+            return
     with _service(ctx, store, method) as svc:
         s = svc.stats()
     _out(st, json_output, s, lambda: st.console.print(
@@ -141,17 +155,17 @@ def _rounds(s: Stats) -> str:
 
 
 @memory_app.command("list")
-def list_cmd(ctx: typer.Context, store: str = STORE, method: str = METHOD,
+def list_cmd(ctx: typer.Context, store: str = STORE, method: str | None = FIND,
              kind: str | None = typer.Option(None, "--kind", help="node, edge, skill, knowledge."),
              status: str | None = typer.Option(None, "--status", help="e.g. admitted, candidate, verified."),
              json_output: bool = JSON) -> None:
     """Current items."""
     st = state(ctx, json_output)
     with _service(ctx, store, method) as svc:
-        items = svc.list_items(kind, status)
+        items, name = svc.list_items(kind, status), svc.memory.name
 
     def render() -> None:
-        table = Table(title=f"{method}: {len(items)} items")
+        table = Table(title=f"{name}: {len(items)} {'item' if len(items) == 1 else 'items'}")
         for col in ("id", "kind", "status", "v", "summary"):
             table.add_column(col)
         for i in items:
@@ -163,7 +177,7 @@ def list_cmd(ctx: typer.Context, store: str = STORE, method: str = METHOD,
 
 @memory_app.command("show")
 def show_cmd(ctx: typer.Context, item: str = typer.Argument(..., help="Item id."), store: str = STORE,
-             method: str = METHOD, json_output: bool = JSON) -> None:
+             method: str | None = FIND, json_output: bool = JSON) -> None:
     """One item in full (a skill with its code)."""
     st = state(ctx, json_output)
     with _service(ctx, store, method) as svc:
@@ -175,7 +189,7 @@ def show_cmd(ctx: typer.Context, item: str = typer.Argument(..., help="Item id."
 
 @memory_app.command("history")
 def history_cmd(ctx: typer.Context, item: str = typer.Argument(..., help="Item id."), store: str = STORE,
-                method: str = METHOD, json_output: bool = JSON) -> None:
+                method: str | None = FIND, json_output: bool = JSON) -> None:
     """An item's events with their evidence."""
     st = state(ctx, json_output)
     with _service(ctx, store, method) as svc:
@@ -206,7 +220,8 @@ def import_cmd(ctx: typer.Context, path: Path = typer.Argument(..., help="An exp
         f"imported {reply.records} record versions and {reply.events} events from {reply.path}"))
 
 
-def _curate(ctx: typer.Context, item: str, store: str, method: str, status: str, reason: str, as_json: bool) -> None:
+def _curate(ctx: typer.Context, item: str, store: str, method: str | None, status: str, reason: str,
+            as_json: bool) -> None:
     st = state(ctx, as_json)
     with _service(ctx, store, method) as svc:
         summary = svc.set_status(item, status, reason)
@@ -214,21 +229,21 @@ def _curate(ctx: typer.Context, item: str, store: str, method: str, status: str,
 
 
 @memory_app.command("admit")
-def admit_cmd(ctx: typer.Context, item: str = typer.Argument(...), store: str = STORE, method: str = METHOD,
+def admit_cmd(ctx: typer.Context, item: str = typer.Argument(...), store: str = STORE, method: str | None = FIND,
               reason: str = typer.Option("manual", "--reason"), json_output: bool = JSON) -> None:
     """Admit an item in trial (manual curation, logged)."""
     _curate(ctx, item, store, method, "admitted", reason, json_output)
 
 
 @memory_app.command("retire")
-def retire_cmd(ctx: typer.Context, item: str = typer.Argument(...), store: str = STORE, method: str = METHOD,
+def retire_cmd(ctx: typer.Context, item: str = typer.Argument(...), store: str = STORE, method: str | None = FIND,
                reason: str = typer.Option("manual", "--reason"), json_output: bool = JSON) -> None:
     """Retire an admitted item (manual curation, logged)."""
     _curate(ctx, item, store, method, "retired", reason, json_output)
 
 
 @memory_app.command("end-round")
-def end_round_cmd(ctx: typer.Context, store: str = STORE, method: str = METHOD, json_output: bool = JSON) -> None:
+def end_round_cmd(ctx: typer.Context, store: str = STORE, method: str | None = FIND, json_output: bool = JSON) -> None:
     """Apply a round boundary: merges, admissions, rejections."""
     st = state(ctx, json_output)
     with _service(ctx, store, method) as svc:

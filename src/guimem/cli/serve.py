@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from guimem.cli.lookup import FIND, resolve_memory
 from guimem.cli.output import fail, state
 from guimem.errors import ConfigError, GuimemError
 from guimem.memory.settings import MemorySpec
@@ -51,7 +52,7 @@ def listen(host: str, port: int) -> socket.socket:
 def serve(
     ctx: typer.Context,
     store: str = typer.Option(..., "--store", help="A SQLite path or postgresql://..."),
-    method: str = typer.Option("steer", "--method", "-m", help="Memory method (namespace) to serve."),
+    method: str | None = FIND,
     http: str | None = typer.Option(None, "--http", help="HOST:PORT for the HTTP API and the inspector page."),
     mcp: str | None = typer.Option(None, "--mcp", help="'stdio' to serve MCP tools over stdin/stdout."),
     data_dir: Path | None = typer.Option(None, "--data-dir",
@@ -66,7 +67,9 @@ def serve(
     if (http is None) == (mcp is None):
         raise fail(ctx, ConfigError("give exactly one of --http HOST:PORT or --mcp stdio"))
     try:
-        service = MemoryService(ServiceSettings(store=store, method=method, data_dir=data_dir or st.settings.data_dir,
+        method, namespace = resolve_memory(store, method)
+        service = MemoryService(ServiceSettings(store=store, method=method, namespace=namespace,
+                                                data_dir=data_dir or st.settings.data_dir,
                                                 spec=MemorySpec(extractor=st.settings.extractor)), st.settings)
     except GuimemError as exc:
         raise fail(ctx, exc) from None
