@@ -133,3 +133,35 @@ def test_the_report_renders_readably_in_chromium(browser, run, width, shot):
     browser.save_screenshot(str(ARTIFACTS / shot))
     learned = browser.execute_script("return [...document.querySelectorAll('table.learned td')].length")
     assert learned > 0, "what memory learned, with its evidence"
+
+
+OWN = "mypkg.last_success:LastSuccessMemory"
+
+
+@pytest.fixture(scope="module")
+def own_run(tmp_path_factory):
+    """A run of a user's own method (named by its import path) on the user's own env, from a shell."""
+    from tests.shell import run_guimem, user_project
+
+    project = user_project(tmp_path_factory.mktemp("own") / "project")
+    done = run_guimem("eval", "--env", "mypkg.counter:CounterEnv", "--suite", "suite.json", "--rounds", "2",
+                      "--methods", OWN, "--out", "run", cwd=project)
+    assert done.returncode == 0, done.stderr
+    return (project / "run" / "report.html").read_text()
+
+
+def test_what_memory_learned_counts_the_events_of_a_method_that_keeps_no_items(own_run):
+    section = own_run.split("<h2>What memory learned</h2>", 1)[1].split('<div class="episodes">', 1)[0]
+    assert "nothing" not in section, section
+    assert "6 events" in section, section  # 3 episodes a round, each logged at its boundary
+    assert "last-success" in section, "the method's own name is shown beside its import path"
+
+
+def test_long_import_path_names_fit_the_chart_legends_and_panel_titles(own_run):
+    legends = re.findall(r'class="s legend"[^>]*>([^<]*)</text>', own_run)
+    assert legends and all(len(t) <= 28 for t in legends), legends
+    panel = re.search(rf'<svg class="chart"[^>]*data-title="{re.escape(OWN)}"><title>[^<]*</title>'
+                      r'<text[^>]*class="t">([^<]*)</text>', own_run)
+    assert panel and len(panel.group(1)) <= 30 and "LastSuccessMemory" in panel.group(1), panel
+    labels = re.findall(r'text-anchor="end" class="s">([^<]*)<title>', own_run)  # bars and latency rows
+    assert len(labels) == 4 and all(len(t) <= 28 for t in labels), labels

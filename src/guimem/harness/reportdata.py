@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from guimem.errors import GuimemError
 from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir, judged
+from guimem.memory.names import recorded_name
 from guimem.memory.steer.items import KnowledgeItem
 from guimem.storage.base import create_store
 from guimem.types import Trajectory, shorten
@@ -77,9 +78,12 @@ class LearnedItem(BaseModel):
 
 
 class Learned(BaseModel):
-    """What one method's memory learned: counts by kind/status and the top items."""
+    """What one method's memory learned: counts by kind/status, the top items, the events it logged and
+    the method's own ``name`` (as recorded in its store)."""
 
     counts: dict[str, int] = Field(default_factory=dict)
+    events: int = 0
+    name: str | None = None
     items: list[LearnedItem] = Field(default_factory=list)
     skills: list[LearnedItem] = Field(default_factory=list)
 
@@ -189,6 +193,7 @@ def learned(path: Path | str, namespace: str) -> Learned:
         return Learned()
     try:
         records = store.query(namespace)
+        events, name = store.stats(namespace).events, recorded_name(store, namespace)
         counts: dict[str, int] = defaultdict(int)
         uses: dict[str, list[bool]] = defaultdict(list)
         for e in store.events(namespace=namespace):
@@ -213,7 +218,8 @@ def learned(path: Path | str, namespace: str) -> Learned:
         store.close()
     items.sort(key=lambda i: (_STATUS_ORDER.get(i.status, 9), -(i.difference or 0.0), -i.trials, i.id))
     skills.sort(key=lambda i: (-i.uses, _STATUS_ORDER.get(i.status, 9), i.id))
-    return Learned(counts=dict(sorted(counts.items())), items=items[:TOP_ITEMS], skills=skills[:TOP_ITEMS])
+    return Learned(counts=dict(sorted(counts.items())), items=items[:TOP_ITEMS], skills=skills[:TOP_ITEMS],
+                   events=events, name=name)
 
 
 def collect(run_dir: RunDir, spec: EvalSpec, lines: list[EpisodeResult], store_url: str = "") -> ReportData:

@@ -63,6 +63,11 @@ def record_method(store: Store, namespace: str, method: str, name: str) -> None:
         store.meta_set(MEMORIES_KEY, json.dumps(sorted({*known, namespace})))
 
 
+def recorded_name(store: Store, namespace: str) -> str | None:
+    """The own ``name`` of the method ``namespace`` was opened with, when recorded."""
+    return store.meta_get(f"{namespace}.{NAME_KEY}")
+
+
 def _recorded(store: Store) -> list[str]:
     raw = store.meta_get(MEMORIES_KEY)
     try:
@@ -84,7 +89,7 @@ def stored_memories(store: Store, registry: Registry | None = None) -> list[Stor
         shipped = ns.rsplit("/", 1)[-1]
         method = store.meta_get(f"{ns}.{METHOD_KEY}") or (shipped if shipped in registered else None)
         out.append(StoredMemory(namespace=ns, method=method,
-                                name=store.meta_get(f"{ns}.{NAME_KEY}"), events=raw.events,
+                                name=recorded_name(store, ns), events=raw.events,
                                 items={f"{k}:{s}": n for (k, s), n in sorted(raw.by_kind_status.items())}))
     return out
 
