@@ -30,6 +30,7 @@ from guimem.processes import stop_descendants
 from guimem.storage.base import is_shared_url, mask_url
 from guimem.tasks import load_suite
 from guimem.tasks.suites import check_suite_tasks
+from guimem.types import plural
 
 
 def _spec(st: CliState, env: str | None, suite: str, rounds: int, methods: str, policy: str, workers: int, backend: str,
@@ -186,7 +187,8 @@ def eval_command(
         emit_json(summary)
         return
     learned = f", memory learned on {learn.suite.name}, leave-one-task-out" if learn else ""
-    print_summary(st, summary, f"{spec.suite.name}: {spec.rounds} rounds{learned}, Pass@k % (policy {spec.policy})")
+    print_summary(st, summary, f"{spec.suite.name}: {plural(spec.rounds, 'round')}{learned}, Pass@k % "
+                               f"(policy {spec.policy})")
     _print_infra(st, summary)
     st.console.print(f"report: {out / 'report.html'}\nsummary: {out / 'summary.json'}")
 

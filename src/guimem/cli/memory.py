@@ -17,7 +17,7 @@ from guimem.errors import ConfigError, DataError, GuimemError
 from guimem.memory.settings import MemorySpec
 from guimem.service.core import MemoryService, ServiceSettings
 from guimem.service.models import RecallRequest, Stats
-from guimem.types import Observation
+from guimem.types import Observation, plural
 
 STORE = typer.Option(..., "--store", help="Store: a SQLite path, or postgresql://...")
 METHOD = typer.Option("steer", "--method", "-m", help="Memory method (namespace) in the store.")
@@ -84,7 +84,7 @@ def learn(
         reply = svc.learn_file(trajectories, end_round)
         stats = svc.stats()
     _out(st, json_output, reply, lambda: st.console.print(
-        f"learned {reply.episodes} episodes into {method}"
+        f"learned {plural(reply.episodes, 'episode')} into {method}"
         + (f" ({stats.queued} kept in the store for the next round boundary)" if stats.queued else "")
         + f"; items now {stats.items}"))
 
@@ -122,7 +122,7 @@ def recall(
 
     def render() -> None:
         st.console.print(inj.text or f"(nothing injected{': ' + inj.note if inj.note else ''})", markup=False)
-        st.console.print(f"[dim]{len(inj.items)} items, {inj.tokens} tokens[/]")
+        st.console.print(f"[dim]{plural(len(inj.items), 'item')}, {plural(inj.tokens, 'token')}[/]")
 
     _out(st, json_output, reply, render)
 
@@ -142,7 +142,7 @@ def stats_cmd(ctx: typer.Context, store: str = STORE, method: str | None = FIND,
     with _service(ctx, store, method) as svc:
         s = svc.stats()
     _out(st, json_output, s, lambda: st.console.print(
-        f"{s.method} ({s.namespace}): {s.events} events" + _rounds(s) + "\n" +
+        f"{s.method} ({s.namespace}): {plural(s.events, 'event')}" + _rounds(s) + "\n" +
         "\n".join(f"  {k}: {v}" for k, v in s.items.items())))
 
 
@@ -150,7 +150,7 @@ def _rounds(s: Stats) -> str:
     """Rounds counted from 1, as everywhere: the last committed one, and boundaries the lifecycle passed."""
     parts = [f"learned through round {s.committed_round + 1}"] if s.committed_round >= 0 else []
     if s.round is not None:
-        parts.append(f"{s.round} round boundaries applied")
+        parts.append(f"{plural(s.round, 'round boundary', 'round boundaries')} applied")
     return f" ({', '.join(parts)})" if parts else ""
 
 

@@ -13,7 +13,7 @@ from guimem.harness.episode import EpisodeSettings, run_episode
 from guimem.harness.factory import make_env, make_policy
 from guimem.tasks import builtin_suites, load_suite
 from guimem.tasks.suites import DEFAULT_MAX_STEPS
-from guimem.types import Task, append_trajectory, artifacts_dir
+from guimem.types import Task, append_trajectory, artifacts_dir, plural
 
 
 def run(
@@ -57,7 +57,7 @@ def run(
     else:
         mark = "[green]success[/]" if trajectory.outcome.success else "[red]failure[/]"
         st.console.print(f"{task} seed {seed}: {mark} (score {trajectory.outcome.score:+.2f}, "
-                         f"{len(trajectory.steps)} steps, {trajectory.wall_ms / 1000:.1f}s)")
+                         f"{plural(len(trajectory.steps), 'step')}, {trajectory.wall_ms / 1000:.1f}s)")
         for s in trajectory.steps:
             err = f"  [red]{s.error.message}[/]" if s.error else ""
             st.console.print(f"  {s.index:2d}. {s.action.describe()}{err}", markup=True, highlight=False)

@@ -196,4 +196,4 @@ class Evaluation:
         memory = bench.memory(method, round_index)
         memory.commit_round(round_index, [trajs[r.episode_id] for r in ordered if r.episode_id in trajs])
         run_dir.write_snapshot(method, round_index, memory.stats())
-        log.info("%s round %d boundary: %s", method, round_index, json.dumps(memory.stats()))
+        log.info("%s round %d boundary: %s", method, round_index + 1, json.dumps(memory.stats()))

@@ -20,6 +20,7 @@ from guimem.harness.reportdata import EpisodeView, Learned, ReportData, collect
 from guimem.harness.reportlabels import TITLE_CHARS, chart_label, learned_line
 from guimem.harness.runfiles import EvalSpec, RunDir
 from guimem.harness.transfermatrix import transfer_section
+from guimem.types import plural
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 NONE_COLOUR = "#6e7781"
@@ -427,7 +428,8 @@ def render(spec: EvalSpec, summary: Summary, data: ReportData | None = None) -> 
 <meta name="viewport" content="width=device-width, initial-scale=1"><title>{title}</title>
 <style>{CSS}</style></head><body>
 <h1>guimem lifelong evaluation</h1>
-<p>Suite <b>{e(spec.suite.name)}</b> ({len(spec.suite.tasks)} episodes per round), {spec.rounds} rounds,
+<p>Suite <b>{e(spec.suite.name)}</b> ({plural(len(spec.suite.tasks), "episode")} per round),
+{plural(spec.rounds, "round")},
 env {e(spec.env)}, policy {e(spec.policy)}, embedder {e(spec.embedder)}{
     ", leave-one-task-out" if spec.memory.exclude_source_task else ""}{
     f", memory learned on <b>{e(spec.learned_on)}</b> first (train/test transfer)" if spec.learned_on else ""};
