@@ -17,11 +17,12 @@ from guimem.errors import ConfigError, DataError, GuimemError
 from guimem.memory.settings import MemorySpec
 from guimem.service.core import MemoryService, ServiceSettings
 from guimem.service.models import RecallRequest, Stats
-from guimem.types import Observation, plural
+from guimem.types import Injection, Observation, plural
 
 STORE = typer.Option(..., "--store", help="Store: a SQLite path, or postgresql://...")
 METHOD = typer.Option("steer", "--method", "-m", help="Memory method (namespace) in the store.")
 JSON = typer.Option(False, "--json", help="Print JSON.")
+ADHOC_TASK = "adhoc"
 memory_app = typer.Typer(help="Inspect, curate, export and import a memory.", no_args_is_help=True)
 
 
@@ -102,10 +103,12 @@ def _observation(path: Path) -> Observation:
 def recall(
     ctx: typer.Context,
     goal: str = typer.Option(..., "--goal", "-g", help="The task goal in words."),
-    observation: Path = typer.Option(..., "--observation", help="The current screen: an Observation as JSON."),
+    observation: Path = typer.Option(..., "--observation", help="The current screen: an Observation as JSON "
+                                     "(docs/formats.md, 'Observations'; e.g. examples/observation.json)."),
     store: str = STORE,
     method: str | None = FIND,
-    task: str = typer.Option("adhoc", "--task", help="Task id (decides task-scoped knowledge)."),
+    task: str | None = typer.Option(None, "--task", help="Task id, as in the episodes memory learned from (knowledge "
+                                    "is kept per task: without it, little or nothing is recalled)."),
     param: list[str] = typer.Option([], "--param", help="Task parameter as key=value (repeatable)."),
     json_output: bool = JSON,
 ) -> None:
@@ -115,16 +118,27 @@ def recall(
     if bad:
         raise fail(ctx, ConfigError(f"--param {bad[0]!r} is not key=value", suggestion="e.g. --param username=alice"))
     params = dict(p.split("=", 1) for p in param)
+    screen = _observation(observation)
     with _service(ctx, store, method) as svc:
-        reply = svc.recall(RecallRequest(goal=goal, observation=_observation(observation), task_id=task,
-                                         params=params))
+        reply = svc.recall(RecallRequest(goal=goal, observation=screen, task_id=task or ADHOC_TASK, params=params))
     inj = reply.injection
+    _recall_hints(st, screen, inj, task)
 
     def render() -> None:
         st.console.print(inj.text or f"(nothing injected{': ' + inj.note if inj.note else ''})", markup=False)
         st.console.print(f"[dim]{plural(len(inj.items), 'item')}, {plural(inj.tokens, 'token')}[/]")
 
     _out(st, json_output, reply, render)
+
+
+def _recall_hints(st: CliState, screen: Observation, inj: Injection, task: str | None) -> None:
+    """Say on stderr why a recall may have found nothing: an empty screen, or no ``--task``."""
+    if not screen.elements:
+        st.err.print("[yellow]warning:[/] the observation has no elements, and memory matches a screen by its "
+                     "elements (docs/formats.md, 'Observations')", soft_wrap=True)
+    if task is None and not inj.items:
+        st.err.print(f"[yellow]nothing recalled for task {ADHOC_TASK!r}:[/] no --task was given, and knowledge is "
+                     "kept per task; give --task with the id of the task it was learned from", soft_wrap=True)
 
 
 @memory_app.command("stats")
