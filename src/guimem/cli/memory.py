@@ -21,7 +21,7 @@ from guimem.types import Injection, Observation, plural
 
 STORE = typer.Option(..., "--store", help="Store: a SQLite path, or postgresql://...")
 METHOD = typer.Option("steer", "--method", "-m", help="Memory method (namespace) in the store.")
-JSON = typer.Option(False, "--json", help="Print JSON.")
+JSON = typer.Option(False, "--json", metavar="", help="Print JSON.")
 ADHOC_TASK = "adhoc"
 memory_app = typer.Typer(help="Inspect, curate, export and import a memory.", no_args_is_help=True)
 
@@ -75,8 +75,9 @@ def learn(
     store: str = STORE,
     method: str = METHOD,
     end_round: bool = typer.Option(True, "--end-round/--no-end-round",
+                                   metavar="",
                                    help="Apply the round boundary after learning (STEER admissions, merges)."),
-    verify: bool = typer.Option(False, "--verify", help="Verify induced skills by replay in MiniWoB++."),
+    verify: bool = typer.Option(False, "--verify", metavar="", help="Verify induced skills by replay in MiniWoB++."),
     json_output: bool = JSON,
 ) -> None:
     """Learn from a trajectory file. Transactional: a malformed line fails the file and stores nothing."""
