@@ -42,3 +42,18 @@ def user_project(folder: Path) -> Path:
     (folder / "suite.json").write_text(suite.replace("examples.extending.counter_env:CounterEnv",
                                                      "mypkg.counter:CounterEnv"))
     return folder
+
+
+def path_with_guimem(folder: Path) -> str:
+    """A ``PATH`` on which ``guimem`` is the console script beside this interpreter (or, without one, a
+    wrapper in ``folder`` that runs it the same way)."""
+    command = guimem_command()
+    if len(command) == 1:
+        where = str(Path(command[0]).parent)
+    else:
+        folder.mkdir(parents=True, exist_ok=True)
+        wrapper = folder / "guimem"
+        wrapper.write_text(f'#!/bin/sh\nexec {" ".join(command)} "$@"\n')
+        wrapper.chmod(0o755)
+        where = str(folder)
+    return os.pathsep.join([where, os.environ.get("PATH", "")])

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -19,6 +24,7 @@ SUITE = str(ROOT / "examples" / "extending" / "counter_suite.json")
 MEMORY = "examples.extending.tally_memory:TallyMemory"
 ENV = "examples.extending.counter_env:CounterEnv"
 runner = CliRunner()
+GUIDE = ROOT / "docs" / "extending.md"
 
 
 def test_the_doc_names_every_example_file():
@@ -61,3 +67,26 @@ def test_the_example_suite_runs_the_example_memory_on_the_example_env_through_gu
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output)["methods"]
     assert set(summary) == {"none", MEMORY}
+
+
+def test_the_guide_runs_as_written_from_a_fresh_folder(tmp_path):
+    """Every ``bash`` and ``python`` block of docs/extending.md, in order, from a folder holding a copy of
+    ``examples/`` (as a user's checkout or project would), through the real console script."""
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    from tests.shell import path_with_guimem
+
+    env = {**os.environ, "GUIMEM_EMBEDDER__NAME": "hashing", "PATH": path_with_guimem(tmp_path / "bin"),
+           "COLUMNS": "200"}
+    blocks = re.findall(r"```(bash|python)\n(.*?)```", GUIDE.read_text(), re.DOTALL)
+    assert sum(lang == "bash" for lang, _ in blocks) >= 3 and sum(lang == "python" for lang, _ in blocks) >= 3
+    for number, (lang, code) in enumerate(blocks):
+        if lang == "python":
+            script = tmp_path / f"guide_{number}.py"
+            script.write_text(code)
+            command = [sys.executable, script.name]
+        else:
+            command = ["bash", "-e", "-c", code]
+        done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+                              check=False)
+        assert done.returncode == 0, f"block {number} ({lang}):\n{code}\n{done.stdout}\n{done.stderr}"
+    assert (tmp_path / "runs" / "python" / "summary.json").exists() and (tmp_path / "runs" / "counter").is_dir()
