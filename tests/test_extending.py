@@ -29,8 +29,8 @@ GUIDE = ROOT / "docs" / "extending.md"
 
 def test_the_doc_names_every_example_file():
     doc = (ROOT / "docs" / "extending.md").read_text()
-    for name in ("tally_memory.py", "counter_env.py", "echo_llm.py", "counter_suite.json", "check_memory",
-                 "check_env", "test_extending.py"):
+    for name in ("tally_memory.py", "failures_memory.py", "counter_env.py", "echo_llm.py", "counter_suite.json",
+                 "check_memory", "check_env", "test_extending.py"):
         assert name in doc
 
 
@@ -90,3 +90,16 @@ def test_the_guide_runs_as_written_from_a_fresh_folder(tmp_path):
                               check=False)
         assert done.returncode == 0, f"block {number} ({lang}):\n{code}\n{done.stdout}\n{done.stderr}"
     assert (tmp_path / "runs" / "python" / "summary.json").exists() and (tmp_path / "runs" / "counter").is_dir()
+
+
+FAILURES = "examples.extending.failures_memory:FailuresMemory"
+
+
+def test_the_failures_example_keeps_the_contract_and_helps_the_explorer_where_text_alone_cannot(tmp_path, monkeypatch):
+    assert check_memory(FAILURES, tmp_path / "check") == []
+    monkeypatch.setenv("GUIMEM_EMBEDDER__NAME", "hashing")
+    result = runner.invoke(app, ["eval", "--env", ENV, "--suite", SUITE, "--rounds", "2", "--methods",
+                                 f"{FAILURES},{MEMORY}", "--out", str(tmp_path / "run"), "--json"])
+    assert result.exit_code == 0, result.output
+    final = {name: m["pass_at_k"]["2"] for name, m in json.loads(result.output)["methods"].items()}
+    assert final[FAILURES] > final["none"] == final[MEMORY], final
