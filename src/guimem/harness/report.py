@@ -17,7 +17,7 @@ from collections import defaultdict
 
 from guimem.harness.metrics import Summary
 from guimem.harness.reportdata import EpisodeView, Learned, ReportData, collect
-from guimem.harness.reportlabels import TITLE_CHARS, chart_label, learned_line
+from guimem.harness.reportlabels import TITLE_CHARS, breakable, chart_label, learned_line
 from guimem.harness.runfiles import EvalSpec, RunDir
 from guimem.harness.transfermatrix import transfer_section
 from guimem.types import plural
@@ -255,7 +255,7 @@ def _main_table(summary: Summary, colours: dict[str, str], errored: dict[str, in
                *(["skill runs (succeeded %)"] if skills else []), headers[-1]]
     for row, (name, m) in zip(rows, summary.methods.items(), strict=True):
         first, last = (m.rounds[0].success_rate, m.rounds[-1].success_rate) if m.rounds else (0.0, 0.0)
-        row[0] = f'{_swatch(name, colours)}{e(name)}'
+        row[0] = f'{_swatch(name, colours)}{breakable(name)}'
         runs = [f"{m.skill_runs} ({_pct(m.skill_run_success_rate)})" if m.skill_run_success_rate is not None
                 else "0"] if skills else []
         row[-1:-1] = [f"{_pct(first)} → {_pct(last)}", f"{m.injected_tokens_total:,}", str(errored.get(name, 0)),
@@ -293,7 +293,7 @@ def _matrix(spec: EvalSpec, summary: Summary, colours: dict[str, str], views: li
     by_key = {(v.method, v.task, v.seed, v.round): v for v in views}
     methods = list(summary.methods)
     units = list(dict.fromkeys((t.task, t.seed) for t in spec.suite.tasks))
-    head = "".join(f"<th>{_swatch(m, colours)}{e(m)}</th>" for m in methods)
+    head = "".join(f"<th>{_swatch(m, colours)}{breakable(m)}</th>" for m in methods)
     rows = []
     for task, seed in units:
         cells = []
@@ -375,8 +375,9 @@ CSS = """
 h1{margin-bottom:.2em}h2{margin-top:1.6em;border-bottom:1px solid #d0d7de;padding-bottom:.2em}
 table{border-collapse:collapse;margin:.8em 0;font-size:12.5px}td,th{border:1px solid #d0d7de;padding:3px 5px;
 text-align:right;vertical-align:top}td:first-child,th:first-child{text-align:left}
-table.main td,table.main th{white-space:nowrap}.scroll{overflow-x:auto}
-table.main td:first-child,table.matrix thead th{white-space:normal;overflow-wrap:anywhere;max-width:13em}
+table.main td{white-space:nowrap}table.main th{white-space:normal}.scroll{overflow-x:auto}
+table.main td:first-child,table.matrix thead th{white-space:normal;overflow-wrap:anywhere;min-width:8em;
+max-width:13em}
 .chart{width:100%;max-width:720px;height:auto;display:block;margin:.5em 0}
 .multiples{display:grid;grid-template-columns:repeat(auto-fill,minmax(230px,1fr));gap:.5em;max-width:1180px}
 .multiples .chart{max-width:260px}.t{font:bold 13px system-ui,sans-serif}.s{font:11px system-ui,sans-serif}

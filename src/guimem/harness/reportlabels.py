@@ -3,6 +3,8 @@ keeps no items: an import path by its class name where space is short, and event
 
 from __future__ import annotations
 
+import html
+
 from guimem.harness.reportdata import Learned
 from guimem.registry import is_target
 
@@ -17,6 +19,11 @@ def chart_label(method: str, limit: int = LEGEND_CHARS) -> str:
     (the full name stays in the chart's title and tooltips)."""
     label = method.rsplit(":", 1)[-1] if is_target(method) else method
     return label if len(label) <= limit else label[: limit - 1] + "…"
+
+
+def breakable(method: str) -> str:
+    """``method`` as escaped HTML that a narrow table cell breaks after its dots and colon, not inside words."""
+    return html.escape(method).replace(".", ".<wbr>").replace(":", ":<wbr>")
 
 
 def learned_line(mem: Learned, stats: dict[str, int]) -> str:
