@@ -183,3 +183,31 @@ def test_the_report_of_an_import_path_method_fits_the_page(browser, own_run, wid
     browser.set_window_size(width, min(height, 6000))
     ARTIFACTS.mkdir(exist_ok=True)
     browser.save_screenshot(str(ARTIFACTS / shot))
+
+
+def test_an_item_admitted_by_hand_is_shown_as_such_in_what_memory_learned(run, tmp_path):
+    import shutil
+
+    from guimem.harness.report import render
+    from guimem.harness.reportdata import collect, learned
+    from guimem.service.core import MemoryService, ServiceSettings
+
+    store = tmp_path / "steer.sqlite"
+    shutil.copy(run / "memory" / "steer.sqlite", store)
+    settings = GuimemSettings()
+    settings.embedder.name = "hashing"
+    service = MemoryService(ServiceSettings(store=str(store), method="steer"), settings)
+    try:
+        trial = next(i for i in service.list_items("knowledge", "trial"))
+        service.set_status(trial.id, "admitted", "looks right to me")
+    finally:
+        service.close()
+    items = {i.id: i for i in learned(store, "steer").items}
+    assert items[trial.id].status == "admitted" and items[trial.id].manual
+    assert not any(i.manual for i in items.values() if i.id != trial.id)
+    run_dir = RunDir(run)
+    spec = run_dir.load_spec()
+    data = collect(run_dir, spec, run_dir.results())
+    data.learned["steer"] = learned(store, "steer")
+    page = render(spec, summarise(spec, run_dir.results(), run_dir), data)
+    assert page.count("<b>by hand</b>") == 1 and "<td>admitted <b>by hand</b></td>" in page

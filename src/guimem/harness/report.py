@@ -356,7 +356,8 @@ def _learned_section(learned: dict[str, Learned], colours: dict[str, str], summa
         parts.append(f"<h3>{_swatch(method, colours)}{e(method)}{own}"
                      f'</h3><p class="muted">{e(counts)}</p>')
         if mem.items:
-            rows = [[e(i.status), e(i.kind), e(i.text), str(i.trials), str(i.controls),
+            rows = [[e(i.status) + (" <b>by hand</b>" if i.manual else ""), e(i.kind), e(i.text), str(i.trials),
+                     str(i.controls),
                      f"{i.difference:+.2f}" if i.difference is not None else "—", str(i.effective)]
                     for i in mem.items]
             parts.append('<div class="scroll">' + _table(["status", "kind", "item", "trials", "controls",
