@@ -4,7 +4,8 @@ Every exception guimem raises derives from `GuimemError`::
 
     GuimemError
     ├── ConfigError                  bad settings or arguments
-    │   └── UnknownBackendError      a backend name that is not registered ("did you mean ...")
+    │   ├── UnknownBackendError      a backend name that is not registered ("did you mean ...")
+    │   └── ImportPathError          your own ``module:Class`` cannot be imported (where it was looked for)
     ├── MissingDependencyError       an optional extra is not installed (names the pip extra)
     ├── DataError                    bad input data (carries file, line and field when known)
     │   ├── TrajectoryFormatError    a malformed trajectory file
@@ -67,6 +68,23 @@ class UnknownBackendError(ConfigError):
         self.known = known
         hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else f"known: {', '.join(known)}"
         super().__init__(f"unknown {kind} {name!r}", suggestion=hint)
+
+
+class ImportPathError(ConfigError):
+    """Your own backend, named by its import path (``my_pkg.memory:MyMemory``), cannot be imported.
+
+    It is your code, so there is nothing to pip-install: the message says what was missing and where
+    it was looked for.
+
+    Args:
+        target: The import path as given.
+        message: What went wrong.
+        suggestion: What to do about it.
+    """
+
+    def __init__(self, target: str, message: str, *, suggestion: str | None = None) -> None:
+        self.target = target
+        super().__init__(message, suggestion=suggestion)
 
 
 class MissingDependencyError(GuimemError):

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
-from guimem.errors import MissingDependencyError, UnknownBackendError
+from guimem.errors import ImportPathError, MissingDependencyError, UnknownBackendError
 
 
 @dataclass(frozen=True)
@@ -22,6 +25,8 @@ class BackendSpec:
             imported only when the backend is built.
         extra: The pip extra that installs its dependencies, if any.
         summary: One line for ``--help`` and ``guimem doctor``.
+        own: Given by its import path (your own code, not registered): found from the current folder
+            the way ``python -m`` finds modules, and never answered with a pip suggestion.
     """
 
     kind: str
@@ -29,14 +34,18 @@ class BackendSpec:
     target: str
     extra: str | None = None
     summary: str = ""
+    own: bool = False
 
     def load(self) -> Callable[..., Any]:
         """Import and return the target.
 
         Raises:
-            MissingDependencyError: An optional dependency of the target is not installed.
+            MissingDependencyError: An optional dependency of a registered target is not installed.
+            ImportPathError: Your own target cannot be imported (module, attribute or a package it needs).
         """
-        module_name, _, attr = self.target.partition(":")
+        if self.own:
+            return _attribute(import_own(self.target), self.target)
+        module_name = self.target.partition(":")[0]
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
@@ -44,10 +53,58 @@ class BackendSpec:
             if missing.startswith("guimem"):
                 raise
             raise MissingDependencyError(missing, self.extra) from exc
-        factory: Any = module
-        for part in attr.split("."):
-            factory = getattr(factory, part)
-        return factory  # type: ignore[no-any-return]
+        return _attribute(module, self.target)
+
+
+def _search_path() -> list[str]:
+    """Where your own modules are looked for, first the current folder (``python -m`` puts it first too)."""
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+        importlib.invalidate_caches()
+    extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and os.path.abspath(p) != cwd]
+    return [cwd, *dict.fromkeys(extra)]
+
+
+def import_own(target: str) -> ModuleType:
+    """The module of your own ``module:Attribute``, imported from the current folder, PYTHONPATH or the
+    installed packages.
+
+    Raises:
+        ImportPathError: The module is not there, or it needs a package that is not installed.
+    """
+    module_name = target.partition(":")[0]
+    looked = _search_path()
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or module_name
+        if module_name == missing or module_name.startswith(missing + "."):
+            top = module_name.split(".")[0]
+            raise ImportPathError(target, f"cannot import {module_name!r} (looked in {', '.join(looked)} and the "
+                                  "installed packages)", suggestion=f"run guimem in the folder that holds {top}/ or "
+                                  f"{top}.py, or add that folder to PYTHONPATH") from None
+        raise ImportPathError(target, f"cannot import {module_name!r}: it imports {missing!r}, which is not "
+                              "installed", suggestion="install what provides it into this Python environment") from None
+    except (ImportError, SyntaxError) as exc:
+        raise ImportPathError(target, f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from None
+
+
+def _attribute(module: ModuleType, target: str) -> Callable[..., Any]:
+    """``module.A.B`` for a target ``module:A.B``.
+
+    Raises:
+        ImportPathError: The module has no such attribute.
+    """
+    factory: Any = module
+    for part in target.partition(":")[2].split("."):
+        if not hasattr(factory, part):
+            names = [n for n in dir(factory) if not n.startswith("_")]
+            close = difflib.get_close_matches(part, names, n=3, cutoff=0.5)
+            raise ImportPathError(target, f"cannot import {target!r}: {getattr(factory, '__name__', target)!r} has "
+                                  f"no {part!r}", suggestion=f"did you mean {', '.join(close)}?" if close else None)
+        factory = getattr(factory, part)
+    return factory  # type: ignore[no-any-return]
 
 
 def is_target(name: str) -> bool:
@@ -78,13 +135,25 @@ class Registry:
             UnknownBackendError: No such backend; the error lists the closest names.
         """
         if (kind, name) not in self._specs and is_target(name):
-            return BackendSpec(kind, name, name, None, "given by its import path")
+            return BackendSpec(kind, name, name, None, "given by its import path", own=True)
         try:
             return self._specs[(kind, name)]
         except KeyError:
             known = self.names(kind)
             close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
             raise UnknownBackendError(kind, name, known, close) from None
+
+    def check(self, kind: str, name: str) -> BackendSpec:
+        """The spec for ``name``, with your own import path imported now (before anything runs on it).
+
+        Raises:
+            UnknownBackendError: No such backend.
+            ImportPathError: Your own ``module:Attribute`` cannot be imported.
+        """
+        spec = self.spec(kind, name)
+        if spec.own:
+            spec.load()
+        return spec
 
     def create(self, kind: str, name: str, /, **kwargs: Any) -> Any:
         """Build the backend ``name`` of ``kind`` with ``kwargs``."""

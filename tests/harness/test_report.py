@@ -133,3 +133,81 @@ def test_the_report_renders_readably_in_chromium(browser, run, width, shot):
     browser.save_screenshot(str(ARTIFACTS / shot))
     learned = browser.execute_script("return [...document.querySelectorAll('table.learned td')].length")
     assert learned > 0, "what memory learned, with its evidence"
+
+
+OWN = "mypkg.last_success:LastSuccessMemory"
+
+
+@pytest.fixture(scope="module")
+def own_run(tmp_path_factory):
+    """A run of a user's own method (named by its import path) on the user's own env, from a shell."""
+    from tests.shell import run_guimem, user_project
+
+    project = user_project(tmp_path_factory.mktemp("own") / "project")
+    done = run_guimem("eval", "--env", "mypkg.counter:CounterEnv", "--suite", "suite.json", "--rounds", "2",
+                      "--methods", OWN, "--out", "run", cwd=project)
+    assert done.returncode == 0, done.stderr
+    return project / "run" / "report.html"
+
+
+def test_what_memory_learned_counts_the_events_of_a_method_that_keeps_no_items(own_run):
+    section = own_run.read_text().split("<h2>What memory learned</h2>", 1)[1].split('<div class="episodes">', 1)[0]
+    assert "nothing" not in section, section
+    assert "6 events" in section, section  # 3 episodes a round, each logged at its boundary
+    assert "last-success" in section, "the method's own name is shown beside its import path"
+
+
+def test_long_import_path_names_fit_the_chart_legends_and_panel_titles(own_run):
+    own_run = own_run.read_text()
+    legends = re.findall(r'class="s legend"[^>]*>([^<]*)</text>', own_run)
+    assert legends and all(len(t) <= 28 for t in legends), legends
+    panel = re.search(rf'<svg class="chart"[^>]*data-title="{re.escape(OWN)}"><title>[^<]*</title>'
+                      r'<text[^>]*class="t">([^<]*)</text>', own_run)
+    assert panel and len(panel.group(1)) <= 30 and "LastSuccessMemory" in panel.group(1), panel
+    labels = re.findall(r'text-anchor="end" class="s">([^<]*)<title>', own_run)  # bars and latency rows
+    assert len(labels) == 4 and all(len(t) <= 28 for t in labels), labels
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width,shot", [(1366, "report-own-laptop.png"), (390, "report-own-phone.png")])
+def test_the_report_of_an_import_path_method_fits_the_page(browser, own_run, width, shot):
+    browser.set_window_size(width, 900)
+    browser.get(own_run.as_uri())
+    if width >= 1000:
+        assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth"), \
+            "no horizontal scrolling of the page on a laptop"
+        assert browser.execute_script(
+            "const t = document.querySelector('table.main'); return t.scrollWidth <= t.parentElement.clientWidth"), \
+            "the main table, infra column included, fits without scrolling"
+    height = browser.execute_script("return document.documentElement.scrollHeight")
+    browser.set_window_size(width, min(height, 6000))
+    ARTIFACTS.mkdir(exist_ok=True)
+    browser.save_screenshot(str(ARTIFACTS / shot))
+
+
+def test_an_item_admitted_by_hand_is_shown_as_such_in_what_memory_learned(run, tmp_path):
+    import shutil
+
+    from guimem.harness.report import render
+    from guimem.harness.reportdata import collect, learned
+    from guimem.service.core import MemoryService, ServiceSettings
+
+    store = tmp_path / "steer.sqlite"
+    shutil.copy(run / "memory" / "steer.sqlite", store)
+    settings = GuimemSettings()
+    settings.embedder.name = "hashing"
+    service = MemoryService(ServiceSettings(store=str(store), method="steer"), settings)
+    try:
+        trial = next(i for i in service.list_items("knowledge", "trial"))
+        service.set_status(trial.id, "admitted", "looks right to me")
+    finally:
+        service.close()
+    items = {i.id: i for i in learned(store, "steer").items}
+    assert items[trial.id].status == "admitted" and items[trial.id].manual
+    assert not any(i.manual for i in items.values() if i.id != trial.id)
+    run_dir = RunDir(run)
+    spec = run_dir.load_spec()
+    data = collect(run_dir, spec, run_dir.results())
+    data.learned["steer"] = learned(store, "steer")
+    page = render(spec, summarise(spec, run_dir.results(), run_dir), data)
+    assert page.count("<b>by hand</b>") == 1 and "<td>admitted <b>by hand</b></td>" in page

@@ -34,9 +34,10 @@ def _version(value: bool) -> None:
 @app.callback()
 def main_options(
     ctx: typer.Context,
-    json_output: bool = typer.Option(False, "--json", help="Print one JSON document instead of tables."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progress details to stderr."),
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    json_output: bool = typer.Option(False, "--json", metavar="", help="Print one JSON document instead of tables."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", metavar="", help="Log progress details to stderr."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, metavar="",
+                                 help="Print the version."),
 ) -> None:
     """Global options (put them before the sub-command: ``guimem --json doctor``)."""
     level = logging.INFO if verbose else logging.WARNING
@@ -52,9 +53,10 @@ def main_options(
 @app.command()
 def doctor(
     ctx: typer.Context,
-    json_output: bool = typer.Option(False, "--json", help="Print the report as JSON."),
-    no_browser: bool = typer.Option(False, "--no-browser", help="Skip starting a real headless Chromium."),
-    model: bool = typer.Option(False, "--model", help="Also check the model endpoint (GUIMEM_LLM__BASE_URL) "
+    json_output: bool = typer.Option(False, "--json", metavar="", help="Print the report as JSON."),
+    no_browser: bool = typer.Option(False, "--no-browser", metavar="", help="Skip starting a real headless Chromium."),
+    model: bool = typer.Option(False, "--model", metavar="",
+                               help="Also check the model endpoint (GUIMEM_LLM__BASE_URL) "
                                "answers, and that the local llama.cpp decodes (in a child process)."),
 ) -> None:
     """Check Chromium, chromedriver, the e5 embedder, the store and optional extras; exit 1 if a required part fails."""

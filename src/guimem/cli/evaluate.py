@@ -14,11 +14,12 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from guimem.cli.output import EXIT_INTERRUPTED, CliState, emit_json, fail, state
+from guimem.cli.output import EXIT_INTERRUPTED, CliState, emit_json, fail, registered, state
 from guimem.embeddings import create_embedder
 from guimem.errors import ConfigError, GuimemError
 from guimem.harness.compare import compare_runs
 from guimem.harness.evaluate import Evaluation, methods_of
+from guimem.harness.factory import check_names
 from guimem.harness.metrics import Summary, summarise
 from guimem.harness.report import pass_table, write_report
 from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir, judged
@@ -29,6 +30,7 @@ from guimem.processes import stop_descendants
 from guimem.storage.base import is_shared_url, mask_url
 from guimem.tasks import load_suite
 from guimem.tasks.suites import check_suite_tasks
+from guimem.types import plural
 
 
 def _spec(st: CliState, env: str | None, suite: str, rounds: int, methods: str, policy: str, workers: int, backend: str,
@@ -50,11 +52,13 @@ def _spec(st: CliState, env: str | None, suite: str, rounds: int, methods: str, 
            f"context {st.settings.llm.context_tokens or 'unknown'})") if uses_model else None
     if policy == "rank":
         llm = f"{Path(st.settings.rank.model_path or '?').name} (rank, in-process, n_ctx {st.settings.rank.n_ctx})"
-    return EvalSpec(env=env, suite=suite_obj, rounds=rounds, methods=methods_of(chosen), policy=policy,
+    spec = EvalSpec(env=env, suite=suite_obj, rounds=rounds, methods=methods_of(chosen), policy=policy,
                     context=context, memory=MemorySpec(exclude_source_task=exclude_source_task,
                                                        extractor=st.settings.extractor), embedder=embedder,
                     llm=llm, token_encoding=st.settings.token_encoding, workers=workers, backend=backend,
                     screenshots=screenshots, store=mask_url(store) if store else "", address=address)
+    check_names(spec, st.settings)  # before --out is made: a bad name leaves no run folder behind
+    return spec
 
 
 def _check_cluster(backend: str, address: str | None, store: str | None) -> None:
@@ -118,11 +122,13 @@ def eval_command(
     suite: str = typer.Option("smoke", "--suite", help="Shipped suite name or a suite file (JSON/YAML)."),
     rounds: int = typer.Option(3, "--rounds", "-r", min=1, help="Rounds (the suite replayed in order each round)."),
     methods: str = typer.Option("graph,skills,steer,stack", "--methods", "-m",
-                                help=f"Comma-separated methods ({', '.join(METHODS)}); none always runs."),
-    env: str | None = typer.Option(None, "--env", help="Environment (default: the suite's, e.g. miniwob or "
-                                                          "browsergym)."),
-    policy: str = typer.Option("explorer", "--policy", "-p", help="explorer, llm (a chat model) or rank (a GGUF model "
-                                "ranks actions; GUIMEM_RANK__MODEL_PATH)."),
+                                help=f"Comma-separated methods ({', '.join(METHODS)}, or your own "
+                                     "my_pkg.memory:MyMemory); none always runs."),
+    env: str | None = typer.Option(None, "--env", help=f"Environment: {registered('env')}, or your own "
+                                   "my_pkg.env:MyEnv (default: the suite's)."),
+    policy: str = typer.Option("explorer", "--policy", "-p", help=f"{registered('policy')} (llm: a chat model; rank: "
+                               "a GGUF model ranks actions, GUIMEM_RANK__MODEL_PATH), or your own "
+                               "my_pkg.agent:MyPolicy."),
     context: str = typer.Option("react", "--context", help="llm policy context: conact, react, truncate, none."),
     out: Path = typer.Option(Path("runs/eval"), "--out", "-o", help="Run directory (rerun to resume)."),
     workers: int = typer.Option(1, "--workers", "-w", min=1, help="Parallel episodes (one browser each)."),
@@ -134,14 +140,16 @@ def eval_command(
                                           "namespace per run and method). Default: a SQLite file per method in "
                                           "OUT/memory."),
     exclude_source_task: bool = typer.Option(False, "--exclude-source-task",
+                                             metavar="",
                                              help="Leave-one-task-out: items never influence their source task."),
     learn_suite: str | None = typer.Option(None, "--learn-suite",
                                            help="Train/test transfer: learn over this suite's rounds first (in "
                                                 "OUT/learn), then use that memory on --suite, leave-one-task-out."),
     screenshots: bool = typer.Option(False, "--screenshots",
+                                     metavar="",
                                      help="Save a PNG per observation under OUT/screenshots (the inspector shows "
                                           "them with each step)."),
-    json_output: bool = typer.Option(False, "--json", help="Print summary.json instead of the table."),
+    json_output: bool = typer.Option(False, "--json", metavar="", help="Print summary.json instead of the table."),
 ) -> None:
     """Run (or resume) a lifelong evaluation; write results, traces, summary.json and report.html to OUT."""
     st = state(ctx, json_output)
@@ -183,7 +191,8 @@ def eval_command(
         emit_json(summary)
         return
     learned = f", memory learned on {learn.suite.name}, leave-one-task-out" if learn else ""
-    print_summary(st, summary, f"{spec.suite.name}: {spec.rounds} rounds{learned}, Pass@k % (policy {spec.policy})")
+    print_summary(st, summary, f"{spec.suite.name}: {plural(spec.rounds, 'round')}{learned}, Pass@k % "
+                               f"(policy {spec.policy})")
     _print_infra(st, summary)
     st.console.print(f"report: {out / 'report.html'}\nsummary: {out / 'summary.json'}")
 
@@ -200,7 +209,7 @@ def report_command(
     run: Path = typer.Argument(..., help="A run directory."),
     store: str | None = typer.Option(None, "--store", envvar="GUIMEM_EVAL_STORE",
                                      help="The run's shared store (when it used one), for what memory learned."),
-    json_output: bool = typer.Option(False, "--json", help="Print summary.json."),
+    json_output: bool = typer.Option(False, "--json", metavar="", help="Print summary.json."),
 ) -> None:
     """Rebuild summary.json and report.html of a run directory from its results."""
     st = state(ctx, json_output)
@@ -223,8 +232,9 @@ def compare_command(
     ctx: typer.Context,
     first: Path = typer.Argument(..., help="Run directory A."),
     second: Path = typer.Argument(..., help="Run directory B."),
-    force: bool = typer.Option(False, "--force", help="Compare runs of different suites, rounds or policies."),
-    json_output: bool = typer.Option(False, "--json", help="Print as JSON."),
+    force: bool = typer.Option(False, "--force", metavar="",
+                               help="Compare runs of different suites, rounds or policies."),
+    json_output: bool = typer.Option(False, "--json", metavar="", help="Print as JSON."),
 ) -> None:
     """Paired differences (B − A) of final Pass@k per method in both runs, with 95 % bootstrap CIs."""
     st = state(ctx, json_output)

@@ -11,26 +11,33 @@ import typer
 from pydantic import BaseModel, ValidationError
 from rich.table import Table
 
+from guimem.cli.lookup import FIND, held, print_held, resolve_memory
 from guimem.cli.output import CliState, emit_json, fail, state
 from guimem.errors import ConfigError, DataError, GuimemError
 from guimem.memory.settings import MemorySpec
 from guimem.service.core import MemoryService, ServiceSettings
 from guimem.service.models import RecallRequest, Stats
-from guimem.types import Observation
+from guimem.types import Injection, Observation, plural
 from guimem.types.files import read_regular
 from guimem.types.strictjson import StrictJSONError, loads_strict
 
 STORE = typer.Option(..., "--store", help="Store: a SQLite path, or postgresql://...")
 METHOD = typer.Option("steer", "--method", "-m", help="Memory method (namespace) in the store.")
-JSON = typer.Option(False, "--json", help="Print JSON.")
+JSON = typer.Option(False, "--json", metavar="", help="Print JSON.")
+ADHOC_TASK = "adhoc"
 memory_app = typer.Typer(help="Inspect, curate, export and import a memory.", no_args_is_help=True)
 
 
 @contextmanager
-def _service(ctx: typer.Context, store: str, method: str, verify: bool = False,
+def _service(ctx: typer.Context, store: str, method: str | None, verify: bool = False,
              create: bool = False) -> Iterator[MemoryService]:
-    """The service on ``store``; only commands that write new memory (``create``) may create the store."""
+    """The service on the memory ``method`` names in ``store`` (`resolve_memory`); only commands that write
+    new memory (``create``) may create the store."""
     st = state(ctx)
+    try:
+        method, namespace = resolve_memory(store, method)
+    except GuimemError as exc:
+        raise fail(ctx, exc) from None
     env_holder: list[object] = []
     factory: Callable[[], object] | None = None
     if verify:
@@ -42,7 +49,7 @@ def _service(ctx: typer.Context, store: str, method: str, verify: bool = False,
             return env_holder[0]
 
     try:
-        service = MemoryService(ServiceSettings(store=store, method=method, create=create,
+        service = MemoryService(ServiceSettings(store=store, method=method, namespace=namespace, create=create,
                                                 spec=MemorySpec(extractor=st.settings.extractor)), st.settings,
                                 env_factory=factory)  # type: ignore[arg-type]
     except GuimemError as exc:
@@ -70,8 +77,9 @@ def learn(
     store: str = STORE,
     method: str = METHOD,
     end_round: bool = typer.Option(True, "--end-round/--no-end-round",
+                                   metavar="",
                                    help="Apply the round boundary after learning (STEER admissions, merges)."),
-    verify: bool = typer.Option(False, "--verify", help="Verify induced skills by replay in MiniWoB++."),
+    verify: bool = typer.Option(False, "--verify", metavar="", help="Verify induced skills by replay in MiniWoB++."),
     json_output: bool = JSON,
 ) -> None:
     """Learn from a trajectory file. Transactional: a malformed line fails the file and stores nothing."""
@@ -80,7 +88,7 @@ def learn(
         reply = svc.learn_file(trajectories, end_round)
         stats = svc.stats()
     _out(st, json_output, reply, lambda: st.console.print(
-        f"learned {reply.episodes - reply.repeated} episodes into {method}"
+        f"learned {plural(reply.episodes - reply.repeated, 'episode')} into {method}"
         + (f" ({reply.repeated} already learned by episode id: not learned again)" if reply.repeated else "")
         + (f" ({stats.queued} kept in the store for the next round boundary)" if stats.queued else "")
         + (f" ({reply.quarantined} set aside: see memory stats)" if reply.quarantined else "")
@@ -109,10 +117,12 @@ def _observation(path: Path) -> Observation:
 def recall(
     ctx: typer.Context,
     goal: str = typer.Option(..., "--goal", "-g", help="The task goal in words."),
-    observation: Path = typer.Option(..., "--observation", help="The current screen: an Observation as JSON."),
+    observation: Path = typer.Option(..., "--observation", help="The current screen: an Observation as JSON "
+                                     "(docs/formats.md, 'Observations'; e.g. examples/observation.json)."),
     store: str = STORE,
-    method: str = METHOD,
-    task: str = typer.Option("adhoc", "--task", help="Task id (decides task-scoped knowledge)."),
+    method: str | None = FIND,
+    task: str | None = typer.Option(None, "--task", help="Task id, as in the episodes memory learned from (knowledge "
+                                    "is kept per task: without it, little or nothing is recalled)."),
     param: list[str] = typer.Option([], "--param", help="Task parameter as key=value (repeatable)."),
     json_output: bool = JSON,
 ) -> None:
@@ -127,24 +137,43 @@ def recall(
     except GuimemError as exc:
         raise fail(ctx, exc) from None
     with _service(ctx, store, method) as svc:
-        reply = svc.recall(RecallRequest(goal=goal, observation=screen, task_id=task, params=params))
+        reply = svc.recall(RecallRequest(goal=goal, observation=screen, task_id=task or ADHOC_TASK, params=params))
     inj = reply.injection
+    _recall_hints(st, screen, inj, task)
 
     def render() -> None:
         st.console.print(inj.text or f"(nothing injected{': ' + inj.note if inj.note else ''})", markup=False)
-        st.console.print(f"[dim]{len(inj.items)} items, {inj.tokens} tokens[/]")
+        st.console.print(f"[dim]{plural(len(inj.items), 'item')}, {plural(inj.tokens, 'token')}[/]")
 
     _out(st, json_output, reply, render)
 
 
+def _recall_hints(st: CliState, screen: Observation, inj: Injection, task: str | None) -> None:
+    """Say on stderr why a recall may have found nothing: an empty screen, or no ``--task``."""
+    if not screen.elements:
+        st.err.print("[yellow]warning:[/] the observation has no elements, and memory matches a screen by its "
+                     "elements (docs/formats.md, 'Observations')", soft_wrap=True)
+    if task is None and not inj.items:
+        st.err.print(f"[yellow]nothing recalled for task {ADHOC_TASK!r}:[/] no --task was given, and knowledge is "
+                     "kept per task; give --task with the id of the task it was learned from", soft_wrap=True)
+
+
 @memory_app.command("stats")
-def stats_cmd(ctx: typer.Context, store: str = STORE, method: str = METHOD, json_output: bool = JSON) -> None:
-    """Item counts by kind and status."""
+def stats_cmd(ctx: typer.Context, store: str = STORE, method: str | None = FIND, json_output: bool = JSON) -> None:
+    """Item counts by kind and status; without --method, of the store's only memory, else the memories it holds."""
     st = state(ctx, json_output)
+    if method is None:
+        try:
+            found = held(store)
+        except GuimemError as exc:
+            raise fail(ctx, exc) from None
+        if len(found) != 1 or found[0].method is None:
+            _out(st, json_output, [*found], lambda: print_held(st, store, found))
+            return
     with _service(ctx, store, method) as svc:
         s = svc.stats()
     _out(st, json_output, s, lambda: st.console.print(
-        f"{s.method} ({s.namespace}): {s.events} events" + _rounds(s) + "\n" +
+        f"{s.method} ({s.namespace}): {plural(s.events, 'event')}" + _rounds(s) + "\n" +
         "\n".join(f"  {k}: {v}" for k, v in s.items.items())))
 
 
@@ -152,22 +181,22 @@ def _rounds(s: Stats) -> str:
     """Rounds counted from 1, as everywhere: the last committed one, and boundaries the lifecycle passed."""
     parts = [f"learned through round {s.committed_round + 1}"] if s.committed_round >= 0 else []
     if s.round is not None:
-        parts.append(f"{s.round} round boundaries applied")
+        parts.append(f"{plural(s.round, 'round boundary', 'round boundaries')} applied")
     return f" ({', '.join(parts)})" if parts else ""
 
 
 @memory_app.command("list")
-def list_cmd(ctx: typer.Context, store: str = STORE, method: str = METHOD,
+def list_cmd(ctx: typer.Context, store: str = STORE, method: str | None = FIND,
              kind: str | None = typer.Option(None, "--kind", help="node, edge, skill, knowledge."),
              status: str | None = typer.Option(None, "--status", help="e.g. admitted, candidate, verified."),
              json_output: bool = JSON) -> None:
     """Current items."""
     st = state(ctx, json_output)
     with _service(ctx, store, method) as svc:
-        items = svc.list_items(kind, status)
+        items, name = svc.list_items(kind, status), svc.memory.name
 
     def render() -> None:
-        table = Table(title=f"{method}: {len(items)} items")
+        table = Table(title=f"{name}: {len(items)} {'item' if len(items) == 1 else 'items'}")
         for col in ("id", "kind", "status", "v", "summary"):
             table.add_column(col)
         for i in items:
@@ -179,7 +208,7 @@ def list_cmd(ctx: typer.Context, store: str = STORE, method: str = METHOD,
 
 @memory_app.command("show")
 def show_cmd(ctx: typer.Context, item: str = typer.Argument(..., help="Item id."), store: str = STORE,
-             method: str = METHOD, json_output: bool = JSON) -> None:
+             method: str | None = FIND, json_output: bool = JSON) -> None:
     """One item in full (a skill with its code)."""
     st = state(ctx, json_output)
     with _service(ctx, store, method) as svc:
@@ -191,7 +220,7 @@ def show_cmd(ctx: typer.Context, item: str = typer.Argument(..., help="Item id."
 
 @memory_app.command("history")
 def history_cmd(ctx: typer.Context, item: str = typer.Argument(..., help="Item id."), store: str = STORE,
-                method: str = METHOD, json_output: bool = JSON) -> None:
+                method: str | None = FIND, json_output: bool = JSON) -> None:
     """An item's events with their evidence."""
     st = state(ctx, json_output)
     with _service(ctx, store, method) as svc:
@@ -222,7 +251,8 @@ def import_cmd(ctx: typer.Context, path: Path = typer.Argument(..., help="An exp
         f"imported {reply.records} record versions and {reply.events} events from {reply.path}"))
 
 
-def _curate(ctx: typer.Context, item: str, store: str, method: str, status: str, reason: str, as_json: bool) -> None:
+def _curate(ctx: typer.Context, item: str, store: str, method: str | None, status: str, reason: str,
+            as_json: bool) -> None:
     st = state(ctx, as_json)
     with _service(ctx, store, method) as svc:
         summary = svc.set_status(item, status, reason)
@@ -230,21 +260,21 @@ def _curate(ctx: typer.Context, item: str, store: str, method: str, status: str,
 
 
 @memory_app.command("admit")
-def admit_cmd(ctx: typer.Context, item: str = typer.Argument(...), store: str = STORE, method: str = METHOD,
+def admit_cmd(ctx: typer.Context, item: str = typer.Argument(...), store: str = STORE, method: str | None = FIND,
               reason: str = typer.Option("manual", "--reason"), json_output: bool = JSON) -> None:
     """Admit an item in trial (manual curation, logged)."""
     _curate(ctx, item, store, method, "admitted", reason, json_output)
 
 
 @memory_app.command("retire")
-def retire_cmd(ctx: typer.Context, item: str = typer.Argument(...), store: str = STORE, method: str = METHOD,
+def retire_cmd(ctx: typer.Context, item: str = typer.Argument(...), store: str = STORE, method: str | None = FIND,
                reason: str = typer.Option("manual", "--reason"), json_output: bool = JSON) -> None:
     """Retire an admitted item (manual curation, logged)."""
     _curate(ctx, item, store, method, "retired", reason, json_output)
 
 
 @memory_app.command("end-round")
-def end_round_cmd(ctx: typer.Context, store: str = STORE, method: str = METHOD, json_output: bool = JSON) -> None:
+def end_round_cmd(ctx: typer.Context, store: str = STORE, method: str | None = FIND, json_output: bool = JSON) -> None:
     """Apply a round boundary: merges, admissions, rejections."""
     st = state(ctx, json_output)
     with _service(ctx, store, method) as svc:

@@ -56,6 +56,13 @@ def emit_json(value: BaseModel | dict[str, Any] | list[Any]) -> None:
         typer.echo(json.dumps(value, indent=2, default=str))
 
 
+def registered(kind: str) -> str:
+    """The registered names of ``kind`` for a ``--help`` text (from the registry, so never out of date)."""
+    from guimem.registry import default_registry
+
+    return ", ".join(default_registry().names(kind))
+
+
 EXIT_INFRA = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130

@@ -7,28 +7,29 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from guimem.cli.output import CliState, emit_json, fail, state
+from guimem.cli.output import CliState, emit_json, fail, registered, state
 from guimem.errors import GuimemError, RunStoppedError
 from guimem.harness.episode import EpisodeSettings, run_episode
 from guimem.harness.factory import make_env, make_policy
 from guimem.tasks import builtin_suites, load_suite
 from guimem.tasks.suites import DEFAULT_MAX_STEPS
-from guimem.types import Task, append_trajectory, artifacts_dir
+from guimem.types import Task, append_trajectory, artifacts_dir, plural
 
 
 def run(
     ctx: typer.Context,
     task: str = typer.Option(..., "--task", "-t", help="Task name, e.g. click-test-2."),
     seed: int = typer.Option(0, "--seed", "-s", help="Task seed (same seed, same episode start)."),
-    env_name: str = typer.Option("miniwob", "--env", help="Environment: miniwob or android."),
+    env_name: str = typer.Option("miniwob", "--env", help=f"Environment: {registered('env')}, or your own "
+                                 "my_pkg.env:MyEnv (found from the current folder, then PYTHONPATH)."),
     policy_name: str = typer.Option("explorer", "--policy", "-p",
-                                    help="Policy: explorer, llm (a chat model) or rank (a GGUF model ranks actions; "
-                                         "GUIMEM_RANK__MODEL_PATH)."),
+                                    help=f"Policy: {registered('policy')} (llm: a chat model; rank: a GGUF model ranks "
+                                         "actions, GUIMEM_RANK__MODEL_PATH), or your own my_pkg.agent:MyPolicy."),
     context: str = typer.Option("react", "--context", help="llm policy context: conact, react, truncate, none."),
     max_steps: int = typer.Option(DEFAULT_MAX_STEPS, "--max-steps", min=1, help="Step budget."),
     out: Path = typer.Option(Path("runs/run"), "--out", "-o", help="Folder for trajectories.jsonl."),
-    screenshots: bool = typer.Option(False, "--screenshots", help="Save a PNG per observation."),
-    json_output: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    screenshots: bool = typer.Option(False, "--screenshots", metavar="", help="Save a PNG per observation."),
+    json_output: bool = typer.Option(False, "--json", metavar="", help="Print the result as JSON."),
 ) -> None:
     """Run one episode and append its trajectory to OUT/trajectories.jsonl."""
     st = state(ctx, json_output)
@@ -57,7 +58,7 @@ def run(
     else:
         mark = "[green]success[/]" if trajectory.outcome.success else "[red]failure[/]"
         st.console.print(f"{task} seed {seed}: {mark} (score {trajectory.outcome.score:+.2f}, "
-                         f"{len(trajectory.steps)} steps, {trajectory.wall_ms / 1000:.1f}s)")
+                         f"{plural(len(trajectory.steps), 'step')}, {trajectory.wall_ms / 1000:.1f}s)")
         for s in trajectory.steps:
             err = f"  [red]{s.error.message}[/]" if s.error else ""
             st.console.print(f"  {s.index:2d}. {s.action.describe()}{err}", markup=True, highlight=False)
@@ -94,9 +95,10 @@ def _print_all_suites(st: CliState, as_json: bool) -> None:
 def suites(
     ctx: typer.Context,
     name: str | None = typer.Argument(None, help="A suite to list the (task, seed) pairs of."),
-    tasks: bool = typer.Option(False, "--tasks", help="List task names: of NAME's suite, or every MiniWoB++ task "
+    tasks: bool = typer.Option(False, "--tasks", metavar="",
+                               help="List task names: of NAME's suite, or every MiniWoB++ task "
                                "the installed package has."),
-    json_output: bool = typer.Option(False, "--json", help="Print as JSON."),
+    json_output: bool = typer.Option(False, "--json", metavar="", help="Print as JSON."),
 ) -> None:
     """List the shipped suites, one suite's tasks, or every available MiniWoB++ task."""
     st = state(ctx, json_output)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from guimem.cli.lookup import FIND, resolve_memory
 from guimem.cli.output import fail, state
 from guimem.errors import ConfigError, GuimemError
 from guimem.memory.settings import MemorySpec
@@ -51,14 +52,15 @@ def listen(host: str, port: int) -> socket.socket:
 def serve(
     ctx: typer.Context,
     store: str = typer.Option(..., "--store", help="A SQLite path or postgresql://..."),
-    method: str = typer.Option("steer", "--method", "-m", help="Memory method (namespace) to serve."),
+    method: str | None = FIND,
     http: str | None = typer.Option(None, "--http", help="HOST:PORT for the HTTP API and the inspector page."),
     mcp: str | None = typer.Option(None, "--mcp", help="'stdio' to serve MCP tools over stdin/stdout."),
     data_dir: Path | None = typer.Option(None, "--data-dir",
                                          help="Export/import paths must lie here (default: GUIMEM_DATA_DIR)."),
     run: Path | None = typer.Option(None, "--run", help="An eval run directory whose injections the page shows."),
     max_body_mb: float = typer.Option(5.0, "--max-body-mb", help="Largest accepted request body."),
-    insecure: bool = typer.Option(False, "--insecure", help="Serve a non-loopback address without an API key "
+    insecure: bool = typer.Option(False, "--insecure", metavar="",
+                                  help="Serve a non-loopback address without an API key "
                                   "(anyone who can reach it can change memory)."),
 ) -> None:
     """Serve one memory: HTTP API + inspector (``--http 127.0.0.1:8765``) or MCP (``--mcp stdio``)."""
@@ -66,7 +68,9 @@ def serve(
     if (http is None) == (mcp is None):
         raise fail(ctx, ConfigError("give exactly one of --http HOST:PORT or --mcp stdio"))
     try:
-        service = MemoryService(ServiceSettings(store=store, method=method, data_dir=data_dir or st.settings.data_dir,
+        method, namespace = resolve_memory(store, method)
+        service = MemoryService(ServiceSettings(store=store, method=method, namespace=namespace,
+                                                data_dir=data_dir or st.settings.data_dir,
                                                 spec=MemorySpec(extractor=st.settings.extractor)), st.settings)
     except GuimemError as exc:
         raise fail(ctx, exc) from None

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from guimem.errors import RunStoppedError
 from guimem.harness.executors import Executor, make_executor
+from guimem.harness.factory import check_names
 from guimem.harness.jobs import EpisodeJob, Workbench
 from guimem.harness.metrics import Summary, summarise
 from guimem.harness.report import write_report
@@ -91,10 +92,13 @@ class Evaluation:
         """Run (or resume) every round; return the summary, or None when stopped early.
 
         Raises:
+            ConfigError: A part's name is unknown or its import path does not import, before the run
+                folder is written.
             GuimemError: A part failed its preflight (browser, model endpoint), before any episode.
             RunStoppedError: The infrastructure kept failing during the run; what finished is kept
                 and a rerun resumes (infrastructure failures are run again, never counted).
         """
+        check_names(self.spec, self.settings)
         run_dir = RunDir(self.out)
         # a resumed run keeps its saved spec; where it runs (workers, backend, cluster) is this invocation's
         self.spec = run_dir.start(self.spec).model_copy(update={k: getattr(self.spec, k)
@@ -192,4 +196,4 @@ class Evaluation:
         memory = bench.memory(method, round_index)
         memory.commit_round(round_index, [trajs[r.episode_id] for r in ordered if r.episode_id in trajs])
         run_dir.write_snapshot(method, round_index, memory.stats())
-        log.info("%s round %d boundary: %s", method, round_index, json.dumps(memory.stats()))
+        log.info("%s round %d boundary: %s", method, round_index + 1, json.dumps(memory.stats()))

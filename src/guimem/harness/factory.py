@@ -6,8 +6,27 @@ from pathlib import Path
 
 from guimem.agents.base import Policy
 from guimem.envs.base import Env
+from guimem.harness.runfiles import EvalSpec
+from guimem.memory.factory import check_method
 from guimem.registry import Registry, default_registry
 from guimem.settings import GuimemSettings
+
+
+def check_names(spec: EvalSpec, settings: GuimemSettings, registry: Registry | None = None) -> None:
+    """Every part an evaluation names exists, and your own import paths import: checked before a run
+    folder, a store or an episode is made, so a typo costs nothing.
+
+    Raises:
+        UnknownBackendError: A name that is not registered (with "did you mean").
+        ImportPathError: Your own ``module:Class`` (method, env, policy, LLM backend) cannot be imported.
+    """
+    reg = registry or default_registry()
+    for method in spec.methods:
+        check_method(method, reg)
+    reg.check("env", spec.env)
+    reg.check("policy", spec.policy)
+    if spec.policy == "llm" or spec.memory.extractor == "llm":
+        reg.check("llm", settings.llm.backend)
 
 
 def make_env(name: str, settings: GuimemSettings, screenshots_dir: Path | None = None,

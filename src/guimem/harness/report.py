@@ -17,8 +17,10 @@ from collections import defaultdict
 
 from guimem.harness.metrics import Summary
 from guimem.harness.reportdata import EpisodeView, Learned, ReportData, collect
+from guimem.harness.reportlabels import TITLE_CHARS, breakable, chart_label, learned_line
 from guimem.harness.runfiles import EvalSpec, RunDir
 from guimem.harness.transfermatrix import transfer_section
+from guimem.types import plural
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 NONE_COLOUR = "#6e7781"
@@ -67,7 +69,8 @@ def svg_pass_curves(summary: Summary, colours: dict[str, str], only: list[str] |
     def y(v: float) -> float:
         return height - bottom - (height - top - bottom) * v
 
-    body = [f'<text x="{width / 2}" y="16" text-anchor="middle" class="t">{e(title)}</text>']
+    drawn = title if only is None else chart_label(title, TITLE_CHARS)
+    body = [f'<text x="{width / 2}" y="16" text-anchor="middle" class="t">{e(drawn)}</text>']
     for tick in (0, 0.25, 0.5, 0.75, 1.0):
         body.append(f'<line x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" class="grid"/>'
                     f'<text x="{left - 6}" y="{y(tick) + 4:.1f}" text-anchor="end" class="s">{100 * tick:g}</text>')
@@ -98,7 +101,8 @@ def svg_pass_curves(summary: Summary, colours: dict[str, str], only: list[str] |
             yy = max(yy, placed[-1] + 13) if placed else yy
             placed.append(yy)
             body.append(f'<text x="{width - right + 8}" y="{yy + 4:.1f}" class="s legend" data-method="{e(name)}" '
-                        f'fill="{colours[name]}">{e(name)} {100 * summary.methods[name].pass_at_k[str(rounds)]:.1f}'
+                        f'fill="{colours[name]}">{e(chart_label(name))} '
+                        f'{100 * summary.methods[name].pass_at_k[str(rounds)]:.1f}'
                         f'</text>')
     return _svg(title, width, height, body)
 
@@ -123,7 +127,8 @@ def svg_bars(title: str, values: dict[str, float], colours: dict[str, str], unit
     for i, (name, v) in enumerate(values.items()):
         y0 = 26 + i * row
         width = (W - left - 110) * v / top
-        body.append(f'<text x="{left - 6}" y="{y0 + 14}" text-anchor="end" class="s">{e(name)}</text>'
+        body.append(f'<text x="{left - 6}" y="{y0 + 14}" text-anchor="end" class="s">{e(chart_label(name))}'
+                    f'<title>{e(name)}</title></text>'
                     f'<rect class="bar" data-method="{e(name)}" x="{left}" y="{y0 + 2}" width="{width:.1f}" '
                     f'height="16" '
                     f'fill="{colours[name]}"/><text x="{left + width + 4:.1f}" y="{y0 + 14}" class="s">'
@@ -156,7 +161,8 @@ def svg_latency(summary: Summary, colours: dict[str, str]) -> str:
     for i, (name, (p50, p95)) in enumerate(rows.items()):
         cy = 38 + i * row
         c = colours[name]
-        body.append(f'<text x="{left - 8}" y="{cy + 4}" text-anchor="end" class="s">{e(name)}</text>'
+        body.append(f'<text x="{left - 8}" y="{cy + 4}" text-anchor="end" class="s">{e(chart_label(name))}'
+                    f'<title>{e(name)}</title></text>'
                     f'<line x1="{x(p50):.1f}" x2="{x(p95):.1f}" y1="{cy}" y2="{cy}" stroke="{c}" stroke-width="2"/>'
                     f'<circle class="p50" data-method="{e(name)}" cx="{x(p50):.1f}" cy="{cy}" r="5" fill="{c}">'
                     f'<title>{e(name)} p50 {p50:.3g} ms</title></circle>'
@@ -198,7 +204,8 @@ def svg_memory_size(summary: Summary, colours: dict[str, str]) -> str:
             yy = y(values[-1])
             yy = max(yy, placed[-1] + 13) if placed else yy
             placed.append(yy)
-            body.append(f'<text x="{W - right + 8}" y="{yy + 4:.1f}" class="s legend" fill="{c}">{e(name)} '
+            body.append(f'<text x="{W - right + 8}" y="{yy + 4:.1f}" class="s legend" fill="{c}">'
+                        f'{e(chart_label(name))} '
                         f'{values[-1]:,}</text>')
     body.append(f'<text x="{(left + W - right) / 2}" y="{height - 6}" text-anchor="middle" class="s">round</text>')
     return _svg(title, W, height, body)
@@ -248,7 +255,7 @@ def _main_table(summary: Summary, colours: dict[str, str], errored: dict[str, in
                *(["skill runs (succeeded %)"] if skills else []), headers[-1]]
     for row, (name, m) in zip(rows, summary.methods.items(), strict=True):
         first, last = (m.rounds[0].success_rate, m.rounds[-1].success_rate) if m.rounds else (0.0, 0.0)
-        row[0] = f'{_swatch(name, colours)}{e(name)}'
+        row[0] = f'{_swatch(name, colours)}{breakable(name)}'
         runs = [f"{m.skill_runs} ({_pct(m.skill_run_success_rate)})" if m.skill_run_success_rate is not None
                 else "0"] if skills else []
         row[-1:-1] = [f"{_pct(first)} → {_pct(last)}", f"{m.injected_tokens_total:,}", str(errored.get(name, 0)),
@@ -286,7 +293,7 @@ def _matrix(spec: EvalSpec, summary: Summary, colours: dict[str, str], views: li
     by_key = {(v.method, v.task, v.seed, v.round): v for v in views}
     methods = list(summary.methods)
     units = list(dict.fromkeys((t.task, t.seed) for t in spec.suite.tasks))
-    head = "".join(f"<th>{_swatch(m, colours)}{e(m)}</th>" for m in methods)
+    head = "".join(f"<th>{_swatch(m, colours)}{breakable(m)}</th>" for m in methods)
     rows = []
     for task, seed in units:
         cells = []
@@ -338,16 +345,19 @@ def _episode_sections(views: list[EpisodeView]) -> str:
     return f'<div class="episodes">{"".join(out)}</div>'
 
 
-def _learned_section(learned: dict[str, Learned], colours: dict[str, str]) -> str:
+def _learned_section(learned: dict[str, Learned], colours: dict[str, str], summary: Summary) -> str:
     if not learned:
         return ""
     parts = ["<h2>What memory learned</h2>"]
     for method, mem in learned.items():
-        counts = ", ".join(f"{k} {v}" for k, v in mem.counts.items()) or "nothing"
-        parts.append(f"<h3>{_swatch(method, colours)}{e(method)}"
+        rounds = summary.methods[method].rounds if method in summary.methods else []
+        counts = learned_line(mem, rounds[-1].memory if rounds else {})
+        own = f' <span class="muted">(its name: {e(mem.name)})</span>' if mem.name and mem.name != method else ""
+        parts.append(f"<h3>{_swatch(method, colours)}{e(method)}{own}"
                      f'</h3><p class="muted">{e(counts)}</p>')
         if mem.items:
-            rows = [[e(i.status), e(i.kind), e(i.text), str(i.trials), str(i.controls),
+            rows = [[e(i.status) + (" <b>by hand</b>" if i.manual else ""), e(i.kind), e(i.text), str(i.trials),
+                     str(i.controls),
                      f"{i.difference:+.2f}" if i.difference is not None else "—", str(i.effective)]
                     for i in mem.items]
             parts.append('<div class="scroll">' + _table(["status", "kind", "item", "trials", "controls",
@@ -366,7 +376,9 @@ CSS = """
 h1{margin-bottom:.2em}h2{margin-top:1.6em;border-bottom:1px solid #d0d7de;padding-bottom:.2em}
 table{border-collapse:collapse;margin:.8em 0;font-size:12.5px}td,th{border:1px solid #d0d7de;padding:3px 5px;
 text-align:right;vertical-align:top}td:first-child,th:first-child{text-align:left}
-table.main td,table.main th{white-space:nowrap}.scroll{overflow-x:auto}
+table.main td{white-space:nowrap}table.main th{white-space:normal}.scroll{overflow-x:auto}
+table.main td:first-child,table.matrix thead th{white-space:normal;overflow-wrap:anywhere;min-width:8em;
+max-width:13em}
 .chart{width:100%;max-width:720px;height:auto;display:block;margin:.5em 0}
 .multiples{display:grid;grid-template-columns:repeat(auto-fill,minmax(230px,1fr));gap:.5em;max-width:1180px}
 .multiples .chart{max-width:260px}.t{font:bold 13px system-ui,sans-serif}.s{font:11px system-ui,sans-serif}
@@ -418,7 +430,8 @@ def render(spec: EvalSpec, summary: Summary, data: ReportData | None = None) -> 
 <meta name="viewport" content="width=device-width, initial-scale=1"><title>{title}</title>
 <style>{CSS}</style></head><body>
 <h1>guimem lifelong evaluation</h1>
-<p>Suite <b>{e(spec.suite.name)}</b> ({len(spec.suite.tasks)} episodes per round), {spec.rounds} rounds,
+<p>Suite <b>{e(spec.suite.name)}</b> ({plural(len(spec.suite.tasks), "episode")} per round),
+{plural(spec.rounds, "round")},
 env {e(spec.env)}, policy {e(spec.policy)}, embedder {e(spec.embedder)}{
     ", leave-one-task-out" if spec.memory.exclude_source_task else ""}{
     f", memory learned on <b>{e(spec.learned_on)}</b> first (train/test transfer)" if spec.learned_on else ""};
@@ -440,7 +453,7 @@ failures are not counted.</p>
 <h2>Memory size by status</h2><div class="scroll">{_table(
     ["method", *[f"after round {k + 1}" for k in range(spec.rounds)]], memory_rows, "sizes")}</div>
 {_model_section(summary)}
-{_learned_section(data.learned, colours)}
+{_learned_section(data.learned, colours, summary)}
 {_episode_sections(data.episodes)}
 </body></html>"""
 

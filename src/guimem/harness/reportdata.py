@@ -16,8 +16,9 @@ from pydantic import BaseModel, Field, ValidationError
 
 from guimem.errors import GuimemError
 from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir, judged
+from guimem.memory.names import recorded_name
 from guimem.memory.steer.items import KnowledgeItem
-from guimem.storage.base import create_store
+from guimem.storage.base import Event, create_store
 from guimem.types import Trajectory, shorten
 
 log = logging.getLogger(__name__)
@@ -74,12 +75,18 @@ class LearnedItem(BaseModel):
     effective: int = 0
     uses: int = 0
     successes: int = 0
+    manual: bool = False
+    """Its current status was set by a person (``memory admit|retire``, ``POST /v1/items/{id}/admit``), not earned
+    in trials: shown as such, never as verified."""
 
 
 class Learned(BaseModel):
-    """What one method's memory learned: counts by kind/status and the top items."""
+    """What one method's memory learned: counts by kind/status, the top items, the events it logged and
+    the method's own ``name`` (as recorded in its store)."""
 
     counts: dict[str, int] = Field(default_factory=dict)
+    events: int = 0
+    name: str | None = None
     items: list[LearnedItem] = Field(default_factory=list)
     skills: list[LearnedItem] = Field(default_factory=list)
 
@@ -175,6 +182,29 @@ def _text(body: str) -> str:
     return ""
 
 
+_STATUS_EVENTS = {"admitted", "retired", "rejected", "trial", "verified", "active"}
+
+
+def _uses_and_curation(events: list[Event]) -> tuple[dict[str, list[bool]], dict[str, bool]]:
+    """Per item: whether each use succeeded, and whether its last status change was made by hand."""
+    uses: dict[str, list[bool]] = defaultdict(list)
+    manual: dict[str, bool] = {}
+    for e in events:
+        if not e.item_id or (e.type != "used" and e.type not in _STATUS_EVENTS):
+            continue
+        try:
+            payload = json.loads(e.payload or "{}")
+        except ValueError:
+            continue
+        if not isinstance(payload, dict):
+            continue
+        if e.type == "used":
+            uses[e.item_id].append(bool(payload.get("success")))
+        else:
+            manual[e.item_id] = payload.get("manual") is True
+    return uses, manual
+
+
 _STATUS_ORDER = {"admitted": 0, "verified": 0, "active": 1, "trial": 2, "candidate": 3, "unverified": 4}
 
 
@@ -189,14 +219,9 @@ def learned(path: Path | str, namespace: str) -> Learned:
         return Learned()
     try:
         records = store.query(namespace)
+        events, name = store.stats(namespace).events, recorded_name(store, namespace)
         counts: dict[str, int] = defaultdict(int)
-        uses: dict[str, list[bool]] = defaultdict(list)
-        for e in store.events(namespace=namespace):
-            if e.type == "used" and e.item_id:
-                try:
-                    uses[e.item_id].append(bool(json.loads(e.payload or "{}").get("success")))
-                except (ValueError, AttributeError):
-                    continue
+        uses, manual = _uses_and_curation(store.events(namespace=namespace))
         items, skills = [], []
         for r in records:
             item = _knowledge(r.id, r.status, r.body) if r.kind == "knowledge" else None
@@ -205,6 +230,7 @@ def learned(path: Path | str, namespace: str) -> Learned:
             if item is None:
                 item = LearnedItem(id=r.id, kind=kind, status=r.status, text=_text(r.body))
             item.uses, item.successes = len(uses.get(r.id, [])), sum(uses.get(r.id, []))
+            item.manual = manual.get(r.id, False)
             if kind == "skill":
                 skills.append(item)
             elif r.kind == "knowledge" and r.status in ("admitted", "trial"):
@@ -213,7 +239,8 @@ def learned(path: Path | str, namespace: str) -> Learned:
         store.close()
     items.sort(key=lambda i: (_STATUS_ORDER.get(i.status, 9), -(i.difference or 0.0), -i.trials, i.id))
     skills.sort(key=lambda i: (-i.uses, _STATUS_ORDER.get(i.status, 9), i.id))
-    return Learned(counts=dict(sorted(counts.items())), items=items[:TOP_ITEMS], skills=skills[:TOP_ITEMS])
+    return Learned(counts=dict(sorted(counts.items())), items=items[:TOP_ITEMS], skills=skills[:TOP_ITEMS],
+                   events=events, name=name)
 
 
 def collect(run_dir: RunDir, spec: EvalSpec, lines: list[EpisodeResult], store_url: str = "") -> ReportData:

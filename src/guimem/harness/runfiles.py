@@ -21,6 +21,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field, ValidationError
 
 from guimem.errors import ConfigError, DataError, TrajectoryFormatError
+from guimem.memory.names import namespace_of
 from guimem.memory.settings import MemorySpec
 from guimem.tasks import Suite
 from guimem.types import InfraFailure, Trajectory, append_trajectory
@@ -77,7 +78,7 @@ class EvalSpec(BaseModel):
     def namespace(self, method: str) -> str:
         """Where ``method``'s memory lives in its store: the method's own SQLite file holds it under the
         method's name; a shared store (``store`` set) holds every run's methods, so the run id comes first."""
-        name = method.rsplit(":", 1)[-1].rsplit(".", 1)[-1].lower() if ":" in method else method
+        name = namespace_of(method)
         return f"run-{self.run_id}/{name}" if self.store else name
 
 

@@ -16,8 +16,9 @@ from guimem.llm import LLMClient, create_llm
 from guimem.memory.base import Memory
 from guimem.memory.indexcache import default_cache_dir
 from guimem.memory.kit import MemoryKit
+from guimem.memory.names import record_method
 from guimem.memory.settings import MemorySpec
-from guimem.registry import MEMORY_METHODS, Registry, default_registry, is_target
+from guimem.registry import MEMORY_METHODS, Registry, default_registry
 from guimem.settings import GuimemSettings
 from guimem.storage import Store, create_store
 from guimem.tokens import TiktokenCounter
@@ -27,13 +28,13 @@ EnvFactory = Callable[[], Env]
 
 
 def check_method(name: str, registry: Registry | None = None) -> str:
-    """``name`` if it names a memory method (registered, or an import path), else a did-you-mean error.
+    """``name`` if it names a memory method (registered, or an import path that imports), else the error.
 
     Raises:
-        UnknownBackendError: Not a method.
+        UnknownBackendError: Not a method (with "did you mean").
+        ImportPathError: An import path whose module or class cannot be imported.
     """
-    if not is_target(name):
-        (registry or default_registry()).spec("memory", name)
+    (registry or default_registry()).check("memory", name)
     return name
 
 
@@ -147,4 +148,6 @@ def open_memory(method: str, store: Store | str, settings: GuimemSettings, *, sp
         llm = create_llm(settings.llm, reg)
     kit = MemoryKit(store=opened, embedder=emb, counter=TiktokenCounter(settings.token_encoding), namespace=ns,
                     llm=llm, vector_index=settings.vector_index, cache_dir=settings.cache_dir or default_cache_dir())
-    return create_memory(method, kit, spec, env_factory, reg)
+    memory = create_memory(method, kit, spec, env_factory, reg)
+    record_method(opened, ns, method, memory.name)  # found again by its namespace or its own name
+    return memory

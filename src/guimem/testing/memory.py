@@ -14,6 +14,7 @@ checks what the contract in `guimem.memory.base` promises:
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -97,7 +98,8 @@ def check_memory(method: str, workdir: Path, settings: GuimemSettings | None = N
 
     Args:
         method: A registered method name or ``module:Callable``.
-        workdir: A folder for the checker's stores.
+        workdir: A folder for the checker's stores: each check makes new ones in a new subfolder, so a
+            folder used before (or by another check) never hands an earlier memory to this one.
         settings: Process settings (default: the hashing embedder, no model needed).
         spec: Method options (``exclude_source_task`` is switched on for its own check).
     """
@@ -106,9 +108,10 @@ def check_memory(method: str, workdir: Path, settings: GuimemSettings | None = N
         settings.embedder.name = "hashing"
     spec = spec or MemorySpec()
     workdir.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="check-", dir=workdir))
 
     def opener(name: str, memory_spec: MemorySpec) -> Callable[[], Memory]:
-        return lambda: open_memory(method, str(workdir / f"{name}.sqlite"), settings, spec=memory_spec,
+        return lambda: open_memory(method, str(folder / f"{name}.sqlite"), settings, spec=memory_spec,
                                    env_factory=FormEnv)
 
     episodes = form_episodes()

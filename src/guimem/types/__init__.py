@@ -29,7 +29,7 @@ from guimem.types.files import (
 )
 from guimem.types.preflight import Preflight
 from guimem.types.signature import mask_text, screen_signature, structure_hash
-from guimem.types.text import shorten
+from guimem.types.text import plural, shorten
 from guimem.types.ui import (
     Bounds,
     MatchStatus,
@@ -78,6 +78,7 @@ __all__ = [
     "normalise_text",
     "parse_trajectory_line",
     "placeholders",
+    "plural",
     "read_trajectories",
     "screen_signature",
     "shorten",
