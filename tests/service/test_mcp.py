@@ -28,7 +28,8 @@ async def _session(store: str, data_dir: str) -> list[dict]:
         env={**os.environ, "GUIMEM_EMBEDDER__NAME": "hashing"})
     out = []
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
+        init = await session.initialize()
+        out.append({"server": init.server_info.name, "version": init.server_info.version})
         tools = await session.list_tools()
         out.append({"tools": sorted(t.name for t in tools.tools)})
         trajs = [episode([USER, PASS, LOGIN], seed=1).model_dump(mode="json"),
@@ -44,7 +45,11 @@ async def _session(store: str, data_dir: str) -> list[dict]:
 
 
 def test_mcp_tools_over_a_real_stdio_session(tmp_path):
-    tools, learned, stats, recalled, missing = asyncio.run(_session(str(tmp_path / "m.sqlite"), str(tmp_path)))
+    server, tools, learned, stats, recalled, missing = asyncio.run(_session(str(tmp_path / "m.sqlite"),
+                                                                           str(tmp_path)))
+    from guimem import __version__
+
+    assert server == {"server": "guimem", "version": __version__}
     assert {"recall", "learn", "end_round", "stats", "show_item", "item_history"} <= set(tools["tools"])
     assert learned["ok"] and learned["result"]["episodes"] == 2
     assert stats["ok"] and stats["result"]["items"]["node:active"] >= 1

@@ -48,7 +48,9 @@ def build_server(service: MemoryService) -> Any:
         from guimem.errors import MissingDependencyError
 
         raise MissingDependencyError("mcp", "mcp") from exc
-    server = MCPServer(name="guimem", instructions="Long-term memory for GUI agents: call recall before each step, "
+    from guimem import __version__
+
+    server = MCPServer(name="guimem", version=__version__, instructions="Long-term memory for GUI agents: call recall before each step, "
                                                    "learn after each episode, end_round at round boundaries.")
     _agent_tools(server, service)
     _inspection_tools(server, service)
