@@ -50,8 +50,9 @@ def build_server(service: MemoryService) -> Any:
         raise MissingDependencyError("mcp", "mcp") from exc
     from guimem import __version__
 
-    server = MCPServer(name="guimem", version=__version__, instructions="Long-term memory for GUI agents: call recall before each step, "
-                                                   "learn after each episode, end_round at round boundaries.")
+    server = MCPServer(name="guimem", version=__version__,
+                       instructions="Long-term memory for GUI agents: call recall before each step, learn after "
+                                    "each episode, end_round at round boundaries.")
     _agent_tools(server, service)
     _inspection_tools(server, service)
     return server
