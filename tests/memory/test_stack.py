@@ -155,3 +155,15 @@ def test_a_failure_item_shown_without_controls_that_never_helped_is_rejected(kit
         mem.end_round()
     assert {mem.items()[i][1] for i in avoid if mem.items()[i][0].evidence.arm("trial")} == {ItemStatus.REJECTED}
 
+
+
+def test_an_item_admitted_by_hand_is_never_shown_as_verified_by_trials(kit):
+    mem = StackMemory(kit, MemorySpec(), env_factory=FormEnv)
+    mem.learn(episode([USER, PASS, LOGIN], seed=1))
+    mem.end_round()
+    for item_id in list(mem.items()):
+        mem.set_status(item_id, "trial", "test")
+        mem.set_status(item_id, "admitted", "a person said so")
+    inj = mem.recall(form_query(4))
+    assert inj.items and all(i.manual for i in inj.items)
+    assert "(verified)" not in inj.text and inj.text.startswith("Admitted by hand (not verified by trials):")

@@ -195,3 +195,21 @@ def test_a_users_method_whose_commit_round_returns_nothing_is_served_and_learns(
     stats = svc.stats()
     assert stats.committed_round == 0 and stats.queued == 0
     svc.close()
+
+
+def test_a_hand_admission_is_listed_as_manual(tmp_path):
+    svc = service(tmp_path)
+    svc.learn(read_trajectories_of(tmp_path), end_round=True)
+    item = svc.list_items()[0]
+    if item.status == "candidate":
+        svc.set_status(item.id, "trial", "test")
+    listed = svc.set_status(item.id, "admitted", "a person said so")
+    assert listed.manual and next(i for i in svc.list_items() if i.id == item.id).manual
+    assert not any(i.manual for i in svc.list_items() if i.id != item.id)
+    svc.close()
+
+
+def read_trajectories_of(tmp_path):
+    from guimem.types import read_trajectories
+
+    return read_trajectories(trajectories(tmp_path))

@@ -141,3 +141,29 @@ def test_hostile_item_texts_render_as_text_and_no_script_runs_even_with_a_key(br
             browser.save_screenshot(str(ARTIFACTS / "inspector-hostile.png"))
     finally:
         svc.close()
+
+
+def test_an_item_admitted_by_hand_is_listed_under_its_own_heading_never_as_verified(browser, run_dir, tmp_path):
+    import shutil
+
+    out, settings = run_dir
+    copy = tmp_path / "run"
+    shutil.copytree(out, copy)
+    svc = MemoryService(ServiceSettings(store=str(copy / "memory" / "steer.sqlite"), method="steer"), settings)
+    item = next(i for i in svc.list_items() if i.status in ("candidate", "trial"))
+    if item.status == "candidate":
+        svc.set_status(item.id, "trial", "test")
+    svc.set_status(item.id, "admitted", "a person said so")
+    try:
+        with live_http(create_app(svc, run_dir=copy)) as url:
+            browser.get(url + "/")
+            deadline = time.time() + 20
+            while browser.execute_script("return document.body.dataset.loaded") is None and time.time() < deadline:
+                time.sleep(0.1)
+            headings = [e.text for e in browser.find_elements("css selector", "#knowledge h3.status-heading")]
+            row = browser.find_element("id", "item-" + item.id).text
+    finally:
+        svc.close()
+    assert any(h.startswith("Admitted by hand") for h in headings), headings
+    assert not any(h.startswith("Verified") for h in headings), headings
+    assert "(by hand)" in row

@@ -200,7 +200,7 @@ def list_cmd(ctx: typer.Context, store: str = STORE, method: str | None = FIND,
         for col in ("id", "kind", "status", "v", "summary"):
             table.add_column(col)
         for i in items:
-            table.add_row(i.id, i.kind, i.status, str(i.version), i.summary)
+            table.add_row(i.id, i.kind, i.status + (" (by hand)" if i.manual else ""), str(i.version), i.summary)
         st.console.print(table)
 
     _out(st, json_output, [*items], render)

@@ -62,12 +62,14 @@ class MemoryKit:
 
 
 TRIAL_TITLE = "Under trial (not yet verified; shown to test whether it helps):"
+MANUAL_TITLE = "Admitted by hand (not verified by trials):"
 
 
 def render_block(title: str, items: list[InjectedItem]) -> str:
-    """``title`` then one line per item (its own text, already rendered); items still under trial
-    follow under `TRIAL_TITLE`, never under ``title``."""
-    verified = [f"- {item.text}" for item in items if not item.trial]
-    trial = [f"- {item.text}" for item in items if item.trial]
-    lines = [title, *verified] if verified else []
-    return "\n".join(lines + ([TRIAL_TITLE, *trial] if trial else []))
+    """``title`` then one line per item (its own text, already rendered); items admitted by a person follow
+    under `MANUAL_TITLE` and items still under trial under `TRIAL_TITLE`, never under ``title``."""
+    groups = [(title, [i for i in items if not i.trial and not i.manual]),
+              (MANUAL_TITLE, [i for i in items if i.manual and not i.trial]),
+              (TRIAL_TITLE, [i for i in items if i.trial])]
+    return "\n".join(line for heading, group in groups if group
+                     for line in (heading, *(f"- {item.text}" for item in group)))

@@ -63,6 +63,13 @@ class ServiceSettings(BaseModel):
     create: bool = True
 
 
+def _item_summary(rec: Record) -> ItemSummary:
+    body = json.loads(rec.body)
+    manual = isinstance(body, dict) and body.get("manual") is True
+    return ItemSummary(id=rec.id, kind=rec.kind, status=rec.status, version=rec.version,
+                       summary=_summary(rec.kind, body), manual=manual)
+
+
 def _summary(kind: str, body: dict[str, object]) -> str:
     for key in ("content", "text", "description", "signature", "name"):
         value = body.get(key)
@@ -263,8 +270,7 @@ class MemoryService:
     def list_items(self, kind: str | None = None, status: str | None = None) -> list[ItemSummary]:
         """Current items, optionally filtered."""
         records = self.store.query(self.namespace, kind, [status] if status else None)
-        return [ItemSummary(id=r.id, kind=r.kind, status=r.status, version=r.version,
-                            summary=_summary(r.kind, json.loads(r.body))) for r in records]
+        return [_item_summary(r) for r in records]
 
     def _record(self, item_id: str) -> Record:
         rec = self.store.get(item_id)
@@ -298,9 +304,7 @@ class MemoryService:
                               suggestion="curation applies to steer and stack memories")
         with self._lock, self._writing():
             self.memory.set_status(item_id, status, reason)
-        rec = self._record(item_id)
-        return ItemSummary(id=rec.id, kind=rec.kind, status=rec.status, version=rec.version,
-                           summary=_summary(rec.kind, json.loads(rec.body)))
+        return _item_summary(self._record(item_id))
 
     def _path(self, path: Path, must_exist: bool = False) -> Path:
         """``path`` resolved (relative to the data directory when one is set) and confined to it.

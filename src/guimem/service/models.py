@@ -52,6 +52,8 @@ class ItemSummary(BaseModel):
     status: str
     version: int
     summary: str
+    manual: bool = False
+    """Its status was set by a person, not by trials."""
 
 
 class ItemDetail(ItemSummary):

@@ -119,6 +119,8 @@ class InjectedItem(BaseModel):
     """Shown inside a trial (not yet verified): rendered under its own heading, never as verified."""
     sources: tuple[str, ...] = ()
     """The tasks whose episodes this item was learned from (the report's transfer matrix reads them)."""
+    manual: bool = False
+    """Admitted by a person, not by trials: rendered under its own heading, never as verified."""
 
 
 class Injection(BaseModel):

@@ -146,3 +146,5 @@ class KnowledgeItem(BaseModel):
     """Trials and controls on tasks the item was not learned from (the stack's scope is earned on them)."""
     refused: list[str] = Field(default_factory=list)
     """Tasks it harmed: it is never offered to them again."""
+    manual: bool = False
+    """Its status was set by a person (``memory admit|retire``), not by trials: never shown as verified."""

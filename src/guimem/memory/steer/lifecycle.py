@@ -408,6 +408,8 @@ class Admission:
             raise NotFoundError("knowledge item", item_id)
         item, status = self._items[item_id]
         check_transition(item_id, status, target)
+        if target in (ItemStatus.ADMITTED, ItemStatus.RETIRED):
+            item = item.model_copy(update={"manual": True})
         self._put(item_id, item, target, EventType(target.value), {"manual": True, "reason": reason})
         self._items[item_id] = (item, target)
         self._buckets = None

@@ -79,7 +79,7 @@ def item_view(item_id: str, item: KnowledgeItem, score: float = 1.0, trial: bool
     text = item.program.render(item.name).replace("\n", "\n  ") if item.program is not None else item.content
     success = None if item.kind == "warning" else not is_failure(item)
     return InjectedItem(id=item_id, kind=VIEW_KINDS[item.kind], text=text, behaviour=item.behaviour, score=score,
-                        success=success, name=item.name or None, trial=trial,
+                        success=success, name=item.name or None, trial=trial, manual=item.manual,
                         sources=tuple(dict.fromkeys(item.provenance.tasks)))
 
 

@@ -9,6 +9,7 @@ const FACTOR = 150;
 const COLOUR = {yes: '#1a7f37', no: '#cf222e', uncertain: '#8c959f'};
 const STATUS_HEADINGS = [
   ['admitted', 'Verified: admitted after trials against matched controls'],
+  ['manual', 'Admitted by hand: a person said so, not verified by trials'],
   ['trial', 'Under trial: shown to test whether it helps, not yet verified'],
   ['candidate', 'Candidates: proposed, not shown yet'],
   ['rejected', 'Rejected or retired'],
@@ -260,13 +261,16 @@ function evidence(events) {
 async function drawKnowledge(items) {
   const ks = items.filter(i => i.kind === 'knowledge');
   if (!ks.length) return;
-  const groups = STATUS_HEADINGS.map(([status, title]) => [status, title, ks.filter(k =>
-    status === 'rejected' ? ['rejected', 'retired'].includes(k.status) : k.status === status)]);
+  const inGroup = (k, status) => status === 'rejected' ? ['rejected', 'retired'].includes(k.status)
+    : status === 'manual' ? k.status === 'admitted' && k.manual === true
+    : k.status === status && !(status === 'admitted' && k.manual === true);
+  const groups = STATUS_HEADINGS.map(([status, title]) => [status, title, ks.filter(k => inGroup(k, status))]);
   const sections = await Promise.all(groups.filter(([, , list]) => list.length).map(async ([status, title, list]) => {
     const rows = await Promise.all(list.slice(0, 200).map(async k => {
       const hist = await get('/v1/items/' + encodeURIComponent(k.id) + '/history');
       return h('tr', {class: 'item', id: 'item-' + k.id}, h('td', {}, k.id),
-               h('td', {class: 'status-' + k.status}, k.status), h('td', {}, 'v' + int(k.version)),
+               h('td', {class: 'status-' + k.status}, k.status + (k.manual === true ? ' (by hand)' : '')),
+               h('td', {}, 'v' + int(k.version)),
                h('td', {}, k.summary), h('td', {}, evidence(hist)));
     }));
     const head = h('tr', {}, ['id', 'status', 'version', 'content', 'evidence'].map(t => h('th', {}, t)));
