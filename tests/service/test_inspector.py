@@ -167,3 +167,26 @@ def test_an_item_admitted_by_hand_is_listed_under_its_own_heading_never_as_verif
     assert any(h.startswith("Admitted by hand") for h in headings), headings
     assert not any(h.startswith("Verified") for h in headings), headings
     assert "(by hand)" in row
+
+
+def test_the_first_paint_says_loading_not_that_the_memory_is_empty():
+    page = (Path(__file__).parents[2] / "src" / "guimem" / "service" / "static" / "inspector.html").read_text()
+    assert "in this memory" not in page and "no run directory" not in page
+    assert page.count("loading…") >= 5
+
+
+def test_an_empty_memory_says_so_once_loaded(browser, tmp_path):
+    settings = GuimemSettings()
+    settings.embedder.name = "hashing"
+    svc = MemoryService(ServiceSettings(store=str(tmp_path / "m.sqlite"), method="steer"), settings)
+    try:
+        with live_http(create_app(svc)) as url:
+            browser.get(url + "/")
+            deadline = time.time() + 20
+            while browser.execute_script("return document.body.dataset.loaded") is None and time.time() < deadline:
+                time.sleep(0.1)
+            texts = {i: browser.find_element("id", i).text for i in ("skills", "knowledge", "episodes")}
+    finally:
+        svc.close()
+    assert texts == {"skills": "no skills in this memory", "knowledge": "no knowledge items in this memory",
+                     "episodes": "no run directory served"}

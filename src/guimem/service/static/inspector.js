@@ -312,6 +312,16 @@ async function episodes() {
       e.steps.map(s => stepRow(method, round, e, s))))));
 }
 
+// What a section says once loading is over and it drew nothing (before that, it says "loading…").
+const EMPTY = {graph: 'no graph in this memory', skills: 'no skills in this memory',
+               knowledge: 'no knowledge items in this memory', episodes: 'no run directory served'};
+function emptyStates() {
+  for (const [id, text] of Object.entries(EMPTY)) {
+    const el = document.getElementById(id);
+    if (el.classList.contains('muted') && el.textContent === 'loading…') el.textContent = text;
+  }
+}
+
 async function load() {
   try {
     const stats = await get('/v1/stats');
@@ -329,6 +339,7 @@ async function load() {
     document.getElementById('run').replaceChildren(...runs.flatMap(r => r.rounds.map(k =>
       h('option', {value: `${r.method}/${k}`}, `${r.method} · round ${Number(k) + 1}`))));
     if (runs.length) document.getElementById('episodes').textContent = 'choose a method and round';
+    emptyStates();
     document.body.dataset.loaded = 'true';
   } catch (err) {
     document.getElementById('summary').textContent = 'error: ' + err.message;
