@@ -213,3 +213,23 @@ def read_trajectories_of(tmp_path):
     from guimem.types import read_trajectories
 
     return read_trajectories(trajectories(tmp_path))
+
+
+def test_a_service_opened_on_an_import_path_finds_the_memory_an_evaluation_kept(tmp_path, monkeypatch):
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    from guimem.cli.app import app
+
+    monkeypatch.setenv("GUIMEM_EMBEDDER__NAME", "hashing")
+    method = "examples.extending.tally_memory:TallyMemory"
+    result = CliRunner().invoke(app, ["eval", "--env", "examples.extending.counter_env:CounterEnv", "--suite",
+                                      "examples/extending/counter_suite.json", "--rounds", "2", "--methods", method,
+                                      "--out", str(tmp_path / "run"), "--json"])
+    assert result.exit_code == 0, result.output
+    store = next((tmp_path / "run" / "memory").glob("*Tally*.sqlite"))
+    svc = service(tmp_path, method=method, store=str(store), dim=384)
+    stats = svc.stats()
+    svc.close()
+    assert stats.namespace == "tallymemory" and stats.committed_round == 1, _json.dumps(stats.model_dump())

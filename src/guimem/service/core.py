@@ -15,6 +15,7 @@ from guimem.envs.base import Env
 from guimem.errors import ConfigError, DataError, EpisodeRefusedError, FileConflictError, NotFoundError
 from guimem.memory.base import Curator, Memory, RecallQuery, Refused, RoundReport
 from guimem.memory.factory import check_method, open_memory
+from guimem.memory.names import namespace_of
 from guimem.memory.settings import MemorySpec
 from guimem.service.models import (
     EventView,
@@ -94,7 +95,7 @@ class MemoryService:
         check_method(settings.method)
         self.settings = settings
         self.process = process or GuimemSettings()
-        self.namespace = settings.namespace or settings.method
+        self.namespace = settings.namespace or namespace_of(settings.method)  # where `guimem eval` keeps it too
         self.store: Store = create_store(settings.store, create=settings.create)
         self._embedder = embedder or create_embedder(self.process.embedder)
         self._env_factory = env_factory
