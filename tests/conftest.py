@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import os
 import signal
-import tempfile
 
 import pytest
 
-# Index caches of the memories tests open go to a folder of this test session, not ~/.cache/guimem
-# (subprocesses the tests start inherit it).
-os.environ.setdefault("GUIMEM_CACHE_DIR", tempfile.mkdtemp(prefix="guimem-test-cache-"))
-
-from guimem.processes import stop_descendants
+from guimem.processes import owned_tempdir, stop_descendants, sweep_orphans
 from guimem.types import Bounds, Observation, Role, Task, UIElement
+
+# Index caches of the memories tests open go to a folder of this test session, not ~/.cache/guimem
+# (subprocesses the tests start inherit it); the folders of test sessions that have ended are swept.
+if "GUIMEM_CACHE_DIR" not in os.environ:
+    sweep_orphans("guimem-test-cache-")
+    os.environ["GUIMEM_CACHE_DIR"] = owned_tempdir("guimem-test-cache-")
 
 
 def _interrupt(signum: int, frame: object) -> None:
