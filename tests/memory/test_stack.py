@@ -22,13 +22,19 @@ def test_stack_proposes_every_kind_through_one_lifecycle(kit):
         assert status is (ItemStatus.TRIAL if is_screen_avoid(item) else ItemStatus.CANDIDATE), item.kind
 
 
-def test_stack_respects_the_token_budget_and_kind_caps(kit):
-    mem = StackMemory(kit, MemorySpec(token_budget=25), env_factory=FormEnv)
+def _admitted_by_hand(kit, spec: MemorySpec) -> StackMemory:
+    """A stack that learned one successful form episode, every item then admitted by hand."""
+    mem = StackMemory(kit, spec, env_factory=FormEnv)
     mem.learn(episode([USER, PASS, LOGIN], seed=1))
     mem.end_round()
     for item_id in list(mem.items()):
         mem.set_status(item_id, "trial", "test")
-        mem.set_status(item_id, "admitted", "test")
+        mem.set_status(item_id, "admitted", "a person said so")
+    return mem
+
+
+def test_stack_respects_the_token_budget_and_kind_caps(kit):
+    mem = _admitted_by_hand(kit, MemorySpec(token_budget=25))
     inj = mem.recall(form_query(4))
     assert inj.items and inj.tokens <= 25 + 10
     per_kind = {}
@@ -158,12 +164,7 @@ def test_a_failure_item_shown_without_controls_that_never_helped_is_rejected(kit
 
 
 def test_an_item_admitted_by_hand_is_never_shown_as_verified_by_trials(kit):
-    mem = StackMemory(kit, MemorySpec(), env_factory=FormEnv)
-    mem.learn(episode([USER, PASS, LOGIN], seed=1))
-    mem.end_round()
-    for item_id in list(mem.items()):
-        mem.set_status(item_id, "trial", "test")
-        mem.set_status(item_id, "admitted", "a person said so")
+    mem = _admitted_by_hand(kit, MemorySpec())
     inj = mem.recall(form_query(4))
     assert inj.items and all(i.manual for i in inj.items)
     assert "(verified)" not in inj.text and inj.text.startswith("Admitted by hand (not verified by trials):")

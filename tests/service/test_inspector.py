@@ -41,15 +41,20 @@ def browser():
     b.close()
 
 
+def _wait_loaded(browser, timeout_s: float = 20.0) -> None:
+    """Until the inspector says it finished loading (or failed), at most ``timeout_s``."""
+    deadline = time.time() + timeout_s
+    while browser.execute_script("return document.body.dataset.loaded") is None and time.time() < deadline:
+        time.sleep(0.1)
+
+
 def _page(browser, run_dir, method, shot):
     out, settings = run_dir
     svc = MemoryService(ServiceSettings(store=str(out / "memory" / f"{method}.sqlite"), method=method), settings)
     try:
         with live_http(create_app(svc, run_dir=out)) as url:
             browser.get(url + "/")
-            deadline = time.time() + 20
-            while browser.execute_script("return document.body.dataset.loaded") is None and time.time() < deadline:
-                time.sleep(0.1)
+            _wait_loaded(browser)
             assert browser.execute_script("return document.body.dataset.loaded") == "true", \
                 browser.find_element("id", "summary").text
             ARTIFACTS.mkdir(exist_ok=True)
@@ -157,9 +162,7 @@ def test_an_item_admitted_by_hand_is_listed_under_its_own_heading_never_as_verif
     try:
         with live_http(create_app(svc, run_dir=copy)) as url:
             browser.get(url + "/")
-            deadline = time.time() + 20
-            while browser.execute_script("return document.body.dataset.loaded") is None and time.time() < deadline:
-                time.sleep(0.1)
+            _wait_loaded(browser)
             headings = [e.text for e in browser.find_elements("css selector", "#knowledge h3.status-heading")]
             row = browser.find_element("id", "item-" + item.id).text
     finally:
@@ -182,9 +185,7 @@ def test_an_empty_memory_says_so_once_loaded(browser, tmp_path):
     try:
         with live_http(create_app(svc)) as url:
             browser.get(url + "/")
-            deadline = time.time() + 20
-            while browser.execute_script("return document.body.dataset.loaded") is None and time.time() < deadline:
-                time.sleep(0.1)
+            _wait_loaded(browser)
             texts = {i: browser.find_element("id", i).text for i in ("skills", "knowledge", "episodes")}
     finally:
         svc.close()

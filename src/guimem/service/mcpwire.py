@@ -111,9 +111,9 @@ class _CheckedLines:
             if not raw:
                 return
             if len(raw) > MAX_LINE and not raw.endswith(b"\n"):
-                while (rest := await anyio.to_thread.run_sync(self.source.readline, 1 << 20)) \
-                        and not rest.endswith(b"\n"):
-                    pass  # the rest of the line too long to read is skipped, not buffered
+                rest = raw  # the rest of a line too long to read is skipped, never buffered
+                while rest and not rest.endswith(b"\n"):
+                    rest = await anyio.to_thread.run_sync(self.source.readline, 1 << 20)
                 await self.wire.write(_error(PARSE_ERROR, f"Parse error: a line over {MAX_LINE} bytes") + "\n")
                 continue
             line, error = check_line(raw)

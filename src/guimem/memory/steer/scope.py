@@ -61,12 +61,15 @@ def harmed_tasks(transfer: Evidence, history: dict[str, list[TrialRecord]]) -> s
     """Tasks where a trial failed and a matched control succeeded: the same round, or the same seed in an
     episode of the task from before its first trial of the item (the task's history)."""
     out = set()
-    for t in transfer.arm("trial"):
+    trials = transfer.arm("trial")
+    first: dict[str, int] = {}
+    for r in trials:
+        first[r.task] = min(first.get(r.task, r.round), r.round)
+    trial_episodes = {r.episode for r in trials}
+    for t in trials:
         if t.score > 0:
             continue
-        first = min(r.round for r in transfer.arm("trial") if r.task == t.task)
-        trial_episodes = {r.episode for r in transfer.arm("trial")}
-        past = [h for h in history.get(t.task, []) if h.round < first and h.episode not in trial_episodes]
+        past = [h for h in history.get(t.task, []) if h.round < first[t.task] and h.episode not in trial_episodes]
         matched = [c for c in transfer.arm("control") if c.task == t.task and c.round == t.round]
         matched += [h for h in past if h.seed == t.seed]
         if any(c.score > t.score for c in matched):
