@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +11,7 @@ from numpy.typing import NDArray
 from guimem.embeddings import Embedder, EmbedRole
 from guimem.llm import LLMClient
 from guimem.memory.generalise import state_text
+from guimem.memory.settings import Defences
 from guimem.storage import Store
 from guimem.tokens import TokenCounter
 from guimem.types import InjectedItem, Injection, Observation, Task
@@ -28,6 +29,7 @@ class MemoryKit:
         llm: A model for ``llm`` extractors, when configured.
         vector_index: Vector index backend name (``exact``, ``hnsw`` or ``auto``).
         cache_dir: Where derived index files are cached (None: rebuilt from the store at every open).
+        defences: What guards this memory against hostile page text (`Defences`).
     """
 
     store: Store
@@ -37,6 +39,7 @@ class MemoryKit:
     llm: LLMClient | None = None
     vector_index: str = "auto"
     cache_dir: Path | None = None
+    defences: Defences = field(default_factory=Defences)
 
     def counts(self, kind: str) -> dict[str, int]:
         """This memory's current items of ``kind`` by status: one grouped count in the store, not a read."""

@@ -100,6 +100,47 @@ class AdmissionRules(BaseModel):
     transfer: bool = True
 
 
+class Defences(BaseModel):
+    """What keeps page text written to steer the agent out of memory's advice (docs/security.md).
+
+    Attributes:
+        quote: Page-derived text in every injection is quoted, marked as page content and length-bounded,
+            under headings that say what is memory's own advice and what is quoted from pages.
+        quarantine: Text that addresses the agent (see `guimem.memory.hostile`) keeps the item carrying it
+            out of every injection and out of admission by trials (a person can still admit it); an episode
+            that acted on such text is set aside, not learned from.
+        untrusted_imports: Imported items start untrusted (candidates) whatever status they were exported
+            with, and earn admission here.
+    """
+
+    quote: bool = True
+    quarantine: bool = True
+    untrusted_imports: bool = True
+
+    @classmethod
+    def parse(cls, text: str) -> Defences:
+        """``all``, ``none``, or ``all`` minus a comma list (``no-quote,no-quarantine``)."""
+        names = [n.strip() for n in text.split(",") if n.strip()]
+        if names == ["all"]:
+            return cls()
+        if names == ["none"]:
+            return cls(quote=False, quarantine=False, untrusted_imports=False)
+        fields = {f.replace("_", "-"): f for f in cls.model_fields}
+        off: dict[str, bool] = {}
+        for n in names:
+            field = fields.get(n.removeprefix("no-"))
+            if field is None or not n.startswith("no-"):
+                raise ValueError(f"unknown defence setting {n!r}: use all, none or "
+                                 + ", ".join(f"no-{f}" for f in fields))
+            off[field] = False
+        return cls(**off)
+
+    def label(self) -> str:
+        """The inverse of `parse`."""
+        off = [f"no-{f.replace('_', '-')}" for f in type(self).model_fields if not getattr(self, f)]
+        return "all" if not off else "none" if len(off) == len(type(self).model_fields) else ",".join(off)
+
+
 class MemorySpec(BaseModel):
     """A serialisable recipe for any memory method (recorded in run specs).
 
@@ -109,6 +150,7 @@ class MemorySpec(BaseModel):
         exclude_source_task: Leave-one-task-out: nothing learned from a task is recalled for it.
         token_budget: Tokens per step the stack may inject.
         admission: The stack's admission rules (`AdmissionRules`).
+        defences: What guards memory against hostile page text (`Defences`).
     """
 
     graph: GraphSettings = Field(default_factory=GraphSettings)
@@ -119,3 +161,4 @@ class MemorySpec(BaseModel):
     extractor: str = "offline"
     exclude_source_task: bool = False
     token_budget: int = 400
+    defences: Defences = Field(default_factory=Defences)
