@@ -366,7 +366,8 @@ class MemoryService:
         source = self._path(path, must_exist=True)
         header, records, events = parse_export(source, self._header())
         with self._lock, self._writing():
-            written, logged = write_import(self.store, self.namespace, source, header, records, events)
+            written, logged = write_import(self.store, self.namespace, source, header, records, events,
+                                           untrusted=self.settings.spec.defences.untrusted_imports)
             self.memory = self._reopen(source)
         return TransferReply(path=self._shown(source), records=written, events=logged)
 
