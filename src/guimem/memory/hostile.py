@@ -132,7 +132,7 @@ def _urls(text: str, site: str) -> list[str]:
     return [u for u in (m.group(0) for m in _URL.finditer(text)) if u.rstrip("/.,") not in allowed]
 
 
-def screen(text: str, *, control: bool = False, site: str = "") -> Finding | None:
+def screen(text: str, *, control: bool = False, site: str = "", summary: bool = False) -> Finding | None:
     """Whether ``text`` (page text) addresses the agent, and why; None when it reads as page content.
 
     Args:
@@ -141,12 +141,14 @@ def screen(text: str, *, control: bool = False, site: str = "") -> Finding | Non
             a control's label is hostile by itself.
         site: Text the task's own instruction gives (its goal): a URL or address it names is the
             task's, not an attacker's.
+        summary: The span is a summary of what was done (a model's or an export's words), not page text:
+            naming a password field is what a login procedure says, so credentials are not screened.
     """
     if not text.strip():
         return None
     span = " ".join(text[:MAX_SCREENED].split())
     for form in dict.fromkeys((normalise(text), _deleet(normalise(text)))):
-        found = _screen_form(form, span, site, control)
+        found = _screen_form(form, span, site, control, summary)
         if found is not None:
             return found
     words = len(_WORD.findall(span))
@@ -155,7 +157,7 @@ def screen(text: str, *, control: bool = False, site: str = "") -> Finding | Non
     return None
 
 
-def _screen_form(form: str, span: str, site: str, control: bool) -> Finding | None:
+def _screen_form(form: str, span: str, site: str, control: bool, summary: bool) -> Finding | None:
     if _ROLE_MARKER.search(form):
         return Finding("a role marker (text posing as a system, assistant or user turn)", span)
     if _OVERRIDE_VERB.search(form) and _OVERRIDE_OBJECT.search(form):
@@ -164,7 +166,7 @@ def _screen_form(form: str, span: str, site: str, control: bool) -> Finding | No
         return Finding("gives the agent new orders", span)
     if _MACHINE.search(form) and _TO_READER.search(form):
         return Finding("addresses the agent (an AI, assistant, bot or model)", span)
-    if _CREDENTIAL.search(form) and _ASK.search(form) and (_NOW.search(form) or len(form.split()) >= 8):
+    if not summary and _CREDENTIAL.search(form) and _ASK.search(form) and (_NOW.search(form) or len(form.split()) >= 8):
         return Finding("asks for credentials", span)
     if _MARKUP.search(form):
         return Finding("markup or code in page text", span)
@@ -203,7 +205,7 @@ def screen_item(text: str, behaviour: Behaviour, *, page: Iterable[str] = (), wr
     own template) — its whole text."""
     return (screen_spans(page_spans(behaviour), control=True, site=site)
             or screen_spans(page, site=site)
-            or (screen(text, site=site) if written else None))
+            or (screen(text, site=site, summary=True) if written else None))
 
 
 def _bounds_known(obs: Observation) -> bool:
@@ -269,12 +271,13 @@ def quote(span: str, limit: int = QUOTE_LIMIT) -> str:
 
 def quote_spans(text: str, spans: Iterable[str], limit: int = QUOTE_LIMIT) -> str:
     """``text`` with every span of page text it carries (as actions describe a control, ``"name"``, or
-    a typed ``'value'``, or verbatim) replaced by its `quote`, in one pass: the longest form first, and
-    nothing already quoted is quoted again."""
+    a typed ``'value'``, or verbatim when it is several words) replaced by its `quote`, in one pass: the
+    longest form first, and nothing already quoted is quoted again."""
     forms: dict[str, str] = {}
     for span in (s for s in spans if s.strip()):
         q = quote(span, limit)
-        for form in (f'"*{span}*"', f'"{span}"', repr(span), *((span,) if len(span) >= 4 else ())):
+        # verbatim only when it has words apart (a screen line): a one-word label also names code and params
+        for form in (f'"*{span}*"', f'"{span}"', repr(span), *((span,) if " " in span.strip() else ())):
             forms.setdefault(form, q)
     if not forms:
         return text

@@ -114,5 +114,5 @@ def render_block(title: str, items: list[InjectedItem], quote: bool = True) -> s
     lines = [line for heading, group in groups if group
              for line in (heading, *(item_line(item, quote) for item in group))]
     if quote and any(QUOTE_OPEN in line for line in lines):
-        lines.insert(0, PAGE_NOTE)
+        lines.append(PAGE_NOTE)
     return "\n".join(lines)
