@@ -228,14 +228,16 @@ def _target(action: Action, obs: Observation) -> UIElement | None:
 
 def acted_on_hostile(trajectory: Trajectory) -> Finding | None:
     """Whether an episode acted on hostile page text: a step whose element is itself hostile, hidden,
-    zero-size or off-screen, or is named by hostile text on the same screen (a benign-looking control an
-    instruction on the page points at). Such an episode is not learned from (its lessons would carry
-    the attacker's action)."""
+    zero-size or off-screen, or is named by hostile text on any of the episode's screens (a benign-looking
+    control an instruction on the page points at). Such an episode is not learned from (its lessons
+    would carry the attacker's action)."""
     site = trajectory.task.goal
+    screens = [s.observation for s in trajectory.steps]
+    texts = dict.fromkeys(t for obs in screens for el in obs.elements for t in (el.label, el.text) if t)
+    hostile = [f for f in (screen(t, site=site) for t in texts) if f is not None]
     for step in trajectory.steps:
         actions = step.performed or (step.action,)
         obs = step.observation
-        hostile = [f for f in (screen(t, site=site) for el in obs.elements for t in (el.label, el.text)) if f]
         for action in actions:
             if not action.is_ui:
                 continue

@@ -15,7 +15,7 @@ from guimem.envs.base import Env
 from guimem.errors import ConfigError, DataError, EpisodeRefusedError, FileConflictError, NotFoundError
 from guimem.memory.base import Curator, Memory, RecallQuery, Refused, RoundReport
 from guimem.memory.factory import check_method, open_memory
-from guimem.memory.hostile import page_spans
+from guimem.memory.hostile import page_spans, quote_spans
 from guimem.memory.names import namespace_of
 from guimem.memory.settings import MemorySpec
 from guimem.memory.subgoals import effect_lines
@@ -69,8 +69,11 @@ class ServiceSettings(BaseModel):
 def _item_summary(rec: Record) -> ItemSummary:
     body = json.loads(rec.body)
     manual = isinstance(body, dict) and body.get("manual") is True
-    return ItemSummary(id=rec.id, kind=rec.kind, status=rec.status, version=rec.version,
-                       summary=_summary(rec.kind, body), manual=manual, **provenance(body))
+    prov = provenance(body)
+    page = prov.get("page")
+    summary = quote_spans(_summary(rec.kind, body), page if isinstance(page, list) else [])  # page text as data
+    return ItemSummary(id=rec.id, kind=rec.kind, status=rec.status, version=rec.version, summary=summary,
+                       manual=manual, **prov)
 
 
 def provenance(body: object) -> dict[str, object]:
@@ -306,8 +309,7 @@ class MemoryService:
 
             code = SkillProgram.model_validate(body["program"]).render(str(body.get("name", "skill")),
                                                                        shorten(str(body.get("description", "")), 200))
-        return ItemDetail(id=rec.id, kind=rec.kind, status=rec.status, version=rec.version,
-                          summary=_summary(rec.kind, body), body=body, code=code)
+        return ItemDetail(**_item_summary(rec).model_dump(), body=body, code=code)
 
     def history(self, item_id: str) -> list[EventView]:
         """An item's events (with their evidence), oldest first."""
