@@ -90,7 +90,8 @@ class AppendAllMemory(StoredRounds):
                     if compatible(self._items[h.id], query.task, contract, state, self.exclude_source_task,
                                   check_state=False)][: self.k]
         items = [item_view(h.id, self._items[h.id], h.score) for h in hits]
-        return self.kit.injection(self.name, "Knowledge from earlier episodes:", items)
+        return self.kit.injection(self.name, "Knowledge from earlier episodes:", items,
+                                  observation=query.observation, task=query.task)
 
     def end_round(self) -> None:
         """Store the round's proposals; nothing is consolidated: that is the point of the baseline."""

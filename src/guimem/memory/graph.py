@@ -326,7 +326,8 @@ class GraphMemory(SavesCache, StoredRounds):
                 return Injection(method=self.name)
             edge_ids = [e for e in self._out_of(nearest[0].id) if self._recallable(e, query.task)]
             items = [self._edge_item(e, nearest[0].score) for e in edge_ids[-self.settings.max_edges:]]
-        return self.kit.injection(self.name, "Memory of this screen (what was tried from here before):", items)
+        return self.kit.injection(self.name, "Memory of this screen (what was tried from here before):", items,
+                                  observation=query.observation, task=query.task)
 
     def _recallable(self, edge_id: str, task: Task) -> bool:
         return not (self.settings.exclude_source_task and self._edge(edge_id).learned_from(task.id))

@@ -17,6 +17,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from guimem.types import Action, Behaviour, Observation, Trajectory, UIElement
 
@@ -253,6 +254,44 @@ def acted_on_hostile(trajectory: Trajectory) -> Finding | None:
             for f in hostile:
                 if len(name) >= 3 and name in normalise(f.span):
                     return Finding(f"acted on a control hostile page text points at ({f.reason})", f.span)
+    return None
+
+
+@lru_cache(maxsize=4096)
+def _screened(text: str, site: str) -> Finding | None:
+    return screen(text, site=site)
+
+
+def hostile_on_screen(observation: Observation, site: str = "") -> list[Finding]:
+    """The hostile texts of one screen (each distinct text screened once per process, then cached)."""
+    texts = dict.fromkeys(t[:MAX_SCREENED] for el in observation.elements for t in (el.label, el.text) if t)
+    return [f for f in (_screened(t, site) for t in texts) if f is not None]
+
+
+def steered(behaviour: Behaviour, observation: Observation, params: dict[str, str], site: str = "",
+            hostile: list[Finding] | None = None) -> Finding | None:
+    """Whether replaying ``behaviour`` on this screen would do what hostile page text here asks: one of its
+    controls is named by such text (a lookalike control an instruction points at), or resolves to a
+    hostile, hidden or off-screen element. Memory then stays silent about it on this screen."""
+    hostile = hostile_on_screen(observation, site) if hostile is None else hostile
+    known = _bounds_known(observation)
+    for action in behaviour.actions:
+        sel = action.selector
+        if sel is None:
+            continue
+        bound = sel.bind(params)
+        for name in (bound.label, bound.text):
+            n = normalise(name)
+            for f in hostile:
+                if len(n) >= 3 and "{" not in n and n in normalise(f.span):
+                    return Finding(f"points at a control hostile page text on this screen names ({f.reason})",
+                                   f.span)
+        for el in bound.matches(observation, {}):
+            found = screen_spans((el.label, el.text), control=True, site=site)
+            if found is not None:
+                return found
+            if known and _unseen(el):
+                return Finding("points at a hidden, zero-size or off-screen element", el.name)
     return None
 
 

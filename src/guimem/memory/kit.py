@@ -11,7 +11,15 @@ from numpy.typing import NDArray
 from guimem.embeddings import Embedder, EmbedRole
 from guimem.llm import LLMClient
 from guimem.memory.generalise import state_text
-from guimem.memory.hostile import QUOTE_CLOSE, QUOTE_OPEN, page_spans, quote_spans, screen_item
+from guimem.memory.hostile import (
+    QUOTE_CLOSE,
+    QUOTE_OPEN,
+    hostile_on_screen,
+    page_spans,
+    quote_spans,
+    screen_item,
+    steered,
+)
 from guimem.memory.settings import Defences
 from guimem.storage import Store
 from guimem.tokens import TokenCounter
@@ -58,11 +66,13 @@ class MemoryKit:
         return vec
 
     def injection(self, method: str, title: str, items: list[InjectedItem], *, abstained: bool = False,
-                  note: str = "", withheld: tuple[str, ...] = ()) -> Injection:
+                  note: str = "", withheld: tuple[str, ...] = (), observation: Observation | None = None,
+                  task: Task | None = None) -> Injection:
         """Render items into one text block and count its tokens, through the defences: every item's
-        page text is listed on it (``page``), an item carrying text that addresses the agent is kept out
+        page text is listed on it (``page``), an item carrying text that addresses the agent — or, given
+        the screen (``observation``, ``task``), pointing where hostile text on it points — is kept out
         (``quarantined``) unless a person admitted it, and page text is quoted in the text."""
-        shown, kept = guard(items, self.defences)
+        shown, kept = guard(items, self.defences, observation, task)
         text = render_block(title, shown, quote=self.defences.quote) if shown else ""
         return Injection(method=method, items=tuple(shown), text=text, tokens=self.counter.count(text),
                          abstained=abstained, note=note, withheld=withheld, quarantined=kept)
@@ -72,15 +82,20 @@ WRITTEN = frozenset({Origin.MODEL, Origin.IMPORT})
 """Origins whose whole wording is screened (guimem's own templates quote page text only in known spans)."""
 
 
-def guard(items: list[InjectedItem], defences: Defences) -> tuple[list[InjectedItem], tuple[str, ...]]:
+def guard(items: list[InjectedItem], defences: Defences, observation: Observation | None = None,
+          task: Task | None = None) -> tuple[list[InjectedItem], tuple[str, ...]]:
     """The items that may be shown, each with the page spans it carries, and the ids kept out."""
     shown: list[InjectedItem] = []
     kept: list[str] = []
+    site = task.goal if task is not None else ""
+    hostile = hostile_on_screen(observation, site) if observation is not None and defences.quarantine else []
     for item in items:
         page = tuple(dict.fromkeys((*item.page, *page_spans(item.behaviour))))
         reason = item.quarantine
         if not reason and defences.quarantine:
-            found = screen_item(item.text, item.behaviour, page=item.page, written=item.origin in WRITTEN)
+            found = screen_item(item.text, item.behaviour, page=item.page, written=item.origin in WRITTEN, site=site)
+            if found is None and observation is not None:
+                found = steered(item.behaviour, observation, task.params if task is not None else {}, site, hostile)
             reason = str(found) if found is not None else ""
         if reason and defences.quarantine and not item.manual:
             kept.append(item.id)

@@ -343,7 +343,8 @@ class StackMemory(SavesCache, AdmissionMembers, StoredRounds):
             chosen.append(view)
             used[item.kind] = used.get(item.kind, 0) + 1
             budget -= cost
-        return self.kit.injection(self.name, "Memory for this step (verified):", chosen, withheld=tuple(withheld))
+        return self.kit.injection(self.name, "Memory for this step (verified):", chosen, withheld=tuple(withheld),
+                                  observation=query.observation, task=query.task)
 
     def run_skill(self, env: Env, action: Action, task: Task, observation: Observation
                   ) -> tuple[Transition, tuple[Action, ...]]:

@@ -287,7 +287,8 @@ class SkillMemory(SavesCache, StoredRounds):
         items = [self._item(pool[i].id, self._body(pool[i].id), float(scores[i])) for i in picked]
         for item in items:
             self._shown[item.id] = self._shown.get(item.id, 0) + 1
-        return self.kit.injection(self.name, "Skills you can call with run_skill(name, args):", items)
+        return self.kit.injection(self.name, "Skills you can call with run_skill(name, args):", items,
+                                  observation=query.observation, task=query.task)
 
     def _starts_here(self, body: SkillBody, query: RecallQuery) -> bool:
         """Does the skill start on this screen: its arguments are the task's, and its first step finds

@@ -133,6 +133,7 @@ class SteerMemory(AdmissionMembers, StoredRounds):
             has_items = self.lifecycle.has_items
             note = "no compatible knowledge" if has_items else "memory is empty"
             return Injection(method=self.name, abstained=has_items, note=note, withheld=tuple(withheld))
-        return self.kit.injection(self.name, "Verified knowledge for this task:", chosen, withheld=tuple(withheld))
+        return self.kit.injection(self.name, "Verified knowledge for this task:", chosen, withheld=tuple(withheld),
+                                  observation=query.observation, task=query.task)
 
 
