@@ -25,6 +25,7 @@ from guimem.types.files import (
     iter_trajectories,
     parse_trajectory_line,
     read_trajectories,
+    write_atomic,
     write_trajectories,
 )
 from guimem.types.preflight import Preflight
@@ -83,5 +84,6 @@ __all__ = [
     "screen_signature",
     "shorten",
     "structure_hash",
+    "write_atomic",
     "write_trajectories",
 ]
