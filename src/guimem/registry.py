@@ -196,7 +196,7 @@ def _default_registry() -> Registry:
                     "any OpenAI-compatible chat endpoint"),
         BackendSpec("env", "miniwob", "guimem.envs.miniwob:MiniWoBEnv.from_settings", "miniwob",
                     "MiniWoB++ in headless Chromium"),
-        BackendSpec("env", "browsergym", "guimem.envs.browsergym:BrowserGymEnv.from_settings", "browsergym",
+        BackendSpec("env", "browsergym", "guimem.envs.browsergym.env:BrowserGymEnv.from_settings", "browsergym",
                     "any BrowserGym task (MiniWoB++, WebArena, WorkArena, ...) via Playwright and Debian's chromium"),
         BackendSpec("env", "form", "guimem.testing.envs:FormEnv.from_settings", None,
                     "a scripted login form, no browser (tests and quick tries)"),

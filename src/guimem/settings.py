@@ -79,14 +79,15 @@ class BrowserSettings(BaseModel):
 class GuimemSettings(BaseSettings):
     """Everything a guimem process can be configured with.
 
-    Read from ``GUIMEM_*`` variables (nested with ``__``, e.g. ``GUIMEM_LLM__BASE_URL``).
+    Read from ``GUIMEM_*`` variables (nested with ``__``, e.g. ``GUIMEM_LLM__BASE_URL``). Unknown names
+    are ignored, so a variable of a setting that was removed (``GUIMEM_STORE``: each command names its
+    store) does not fail a process.
     """
 
     model_config = SettingsConfigDict(env_prefix="GUIMEM_", env_nested_delimiter="__", extra="ignore")
 
     data_dir: Path = Field(default=Path("runs"), description="Where the service may export and import; "
                            "made absolute (against the working folder) when settings are loaded")
-    store: str = "memory.sqlite"
     vector_index: str = "auto"
     cache_dir: Path | None = Field(default=None, description="Where memories cache their vector indexes "
                                    "(default ~/.cache/guimem; the store stays the system of record)")

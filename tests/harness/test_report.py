@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from guimem.harness.charts import nice_ticks
 from guimem.harness.evaluate import Evaluation
 from guimem.harness.metrics import summarise
-from guimem.harness.report import nice_ticks, write_report
+from guimem.harness.report import write_report
 from guimem.harness.runfiles import EvalSpec, RunDir
 from guimem.settings import GuimemSettings
 from guimem.tasks import load_suite

@@ -57,6 +57,16 @@ def test_a_deleted_cache_is_rebuilt_with_the_same_recall(kit, tmp_path):
     assert GraphMemory(kit, SETTINGS)._adjacency is not None
 
 
+def test_a_saved_entry_replaces_the_one_before_and_leaves_no_folder_behind(kit, tmp_path):
+    kit = _cached(kit, tmp_path)
+    cache = IndexCache(kit)
+    cache.save("probe", lambda folder: (folder / "data").write_text("one"))
+    cache.save("probe", lambda folder: (folder / "data").write_text("two"))
+    found = cache.load("probe")
+    assert found is not None and (found[0] / "data").read_text() == "two"
+    assert cache.folder is not None and len([p for p in cache.folder.iterdir() if p.is_dir()]) == 1
+
+
 def test_a_stale_cache_is_not_used(kit, tmp_path):
     kit = _cached(kit, tmp_path)
     _learned(kit)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from guimem.errors import TrajectoryFormatError
+from guimem.errors import FileConflictError, TrajectoryFormatError
 from guimem.types import (
     Action,
     ActionKind,
@@ -18,6 +18,7 @@ from guimem.types import (
     Trajectory,
     append_trajectory,
     read_trajectories,
+    write_atomic,
     write_trajectories,
 )
 from tests.conftest import login_screen
@@ -42,6 +43,31 @@ def test_trajectories_round_trip_through_jsonl(tmp_path):
     append_trajectory(path, make_trajectory(username="bob"))
     back = read_trajectories(path)
     assert back[:2] == trajs and back[2].task.params["username"] == "bob"
+
+
+def test_an_atomic_write_replaces_a_link_never_writing_through_it(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    (tmp_path / "out.json").symlink_to(victim)
+    write_atomic(tmp_path / "out.json", "new")
+    assert victim.read_text() == "keep me" and not (tmp_path / "out.json").is_symlink()
+    assert (tmp_path / "out.json").read_text() == "new" and len(list(tmp_path.iterdir())) == 2, "no temp file left"
+
+
+def test_an_atomic_write_under_a_file_names_the_path_and_leaves_it_alone(tmp_path):
+    (tmp_path / "plain").write_text("a file")
+    with pytest.raises(FileConflictError) as info:
+        write_atomic(tmp_path / "plain" / "out.json", b"{}")
+    assert "plain" in str(info.value) and (tmp_path / "plain").read_text() == "a file"
+
+
+def test_a_failed_atomic_write_keeps_the_old_file_whole(tmp_path, monkeypatch):
+    path = tmp_path / "spec.json"
+    write_atomic(path, "old")
+    monkeypatch.setattr("os.replace", lambda *_: (_ for _ in ()).throw(OSError("disk gone")))
+    with pytest.raises(OSError):
+        write_atomic(path, "new")
+    assert path.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["spec.json"]
 
 
 @settings(max_examples=30)

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
 
-from guimem.errors import EnvError, GuimemError, LLMError, LLMResponseError, NotFoundError, RunStoppedError, StoreError
+from guimem.errors import GuimemError
 from guimem.settings import GuimemSettings, load_settings
 
 
@@ -23,9 +23,6 @@ def _width() -> int | None:
     if sys.stdout.isatty() or "COLUMNS" in os.environ:
         return None
     return 160
-
-
-INFRA_ERRORS = (EnvError, LLMError, StoreError, RunStoppedError)
 
 
 @dataclass
@@ -69,10 +66,9 @@ EXIT_INTERRUPTED = 130
 
 
 def exit_code_for(exc: GuimemError) -> int:
-    """1 when the infrastructure failed (browser, model endpoint, store, a stopped run), 2 for bad input."""
-    if isinstance(exc, LLMResponseError | NotFoundError):  # the reply's or the caller's fault, not the machine's
-        return EXIT_USAGE
-    return EXIT_INFRA if isinstance(exc, INFRA_ERRORS) else EXIT_USAGE
+    """1 when the infrastructure failed (`GuimemError.infrastructure`: browser, model endpoint, store, a
+    stopped run), 2 for bad input, a reply in the wrong form or an id that does not exist."""
+    return EXIT_INFRA if exc.infrastructure else EXIT_USAGE
 
 
 def fail(ctx: typer.Context, exc: GuimemError, code: int | None = None) -> typer.Exit:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from guimem.agents.base import Decision, Policy, PolicyInput
 from guimem.envs.base import Env, Transition
-from guimem.errors import EnvError, GuimemError, LLMError, LLMResponseError, StoreError
+from guimem.errors import EnvError, GuimemError, LLMError, StoreError
 from guimem.memory.base import Memory, NoMemory, RecallQuery
 from guimem.types import (
     Action,
@@ -44,20 +44,19 @@ class EpisodeSettings:
     max_steps: int = 15
 
 
+COMPONENTS: dict[type[GuimemError], InfraComponent] = {
+    EnvError: InfraComponent.ENV, LLMError: InfraComponent.MODEL, StoreError: InfraComponent.MEMORY,
+}
+
+
 def infra_failure(exc: GuimemError) -> InfraFailure | None:
     """The infrastructure failure an exception stands for, or None when it is not one.
 
-    The env (browser, driver, device), the model endpoint and the store are infrastructure; a
-    model reply in the wrong form is the agent's own doing and is not listed here.
+    Whether it is one is the error's own `GuimemError.infrastructure`; this names the part that failed:
+    the env (browser, driver, device), the model endpoint or the store.
     """
-    component: InfraComponent | None = None
-    if isinstance(exc, EnvError):
-        component = InfraComponent.ENV
-    elif isinstance(exc, LLMError) and not isinstance(exc, LLMResponseError):
-        component = InfraComponent.MODEL
-    elif isinstance(exc, StoreError):
-        component = InfraComponent.MEMORY
-    if component is None:
+    component = next((c for cls, c in COMPONENTS.items() if isinstance(exc, cls)), None)
+    if not exc.infrastructure or component is None:
         return None
     return InfraFailure(component=component, error=type(exc).__name__, message=exc.message,
                         suggestion=exc.suggestion)
@@ -138,7 +137,7 @@ def run_episode(
         outcome = env.evaluate()
         if overflow and not outcome.success:
             outcome = outcome.model_copy(update={"reason": overflow})
-    except (EnvError, LLMError, StoreError) as exc:
+    except GuimemError as exc:
         failure = infra_failure(exc)
         if failure is None:
             raise

@@ -25,7 +25,7 @@ from guimem.memory.names import namespace_of
 from guimem.memory.settings import MemorySpec
 from guimem.tasks import Suite
 from guimem.types import InfraFailure, Trajectory, append_trajectory
-from guimem.types.files import append_line, parse_trajectory_line
+from guimem.types.files import append_line, parse_trajectory_line, write_atomic
 
 RESULTS_VERSION = 1
 log = logging.getLogger(__name__)
@@ -182,9 +182,7 @@ class RunDir:
                 raise ConfigError(f"{self.path} holds a different run (its run_spec.json does not match)",
                                   suggestion="use a new --out folder, or the same options as that run")
             return existing
-        tmp = self.spec_file.with_suffix(".tmp")
-        tmp.write_text(spec.model_dump_json(indent=2))
-        tmp.replace(self.spec_file)
+        write_atomic(self.spec_file, spec.model_dump_json(indent=2))
         return spec
 
     def load_spec(self) -> EvalSpec:
@@ -248,11 +246,7 @@ class RunDir:
 
     def write_snapshot(self, method: str, round_index: int, stats: dict[str, int]) -> None:
         """Memory stats after a round boundary (written atomically: a crash leaves it whole or absent)."""
-        path = self.snapshot_file(method, round_index)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(stats, sort_keys=True))
-        tmp.replace(path)
+        write_atomic(self.snapshot_file(method, round_index), json.dumps(stats, sort_keys=True))
 
     def snapshot(self, method: str, round_index: int) -> dict[str, int] | None:
         """The stats written by `write_snapshot`, if any."""

@@ -21,7 +21,6 @@ parsed as literals (never evaluated), unknown ones are recorded as what they are
 
 from __future__ import annotations
 
-import ast
 import os
 import time
 from collections import Counter
@@ -29,7 +28,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from guimem.envs.bgym_obs import KEYS, Parsed, benchmark_of, goal_and_params, normalise_task_id, parse_observation
+from guimem.envs.browsergym import (
+    Parsed,
+    benchmark_of,
+    goal_and_params,
+    miniwob_url,
+    normalise_task_id,
+    parse_action,
+    parse_observation,
+    use_system_chromium,
+)
 from guimem.errors import ConfigError
 from guimem.memory.base import LearnReport, Memory, RecallQuery
 from guimem.memory.factory import open_memory
@@ -39,18 +47,14 @@ from guimem.types import (
     Action,
     ActionError,
     ActionErrorCode,
-    ActionKind,
     InjectedItem,
     Injection,
     Outcome,
-    Selector,
     Step,
     Task,
     Trajectory,
     new_episode_id,
 )
-
-_PLAYWRIGHT_KEYS = {v: k for k, v in KEYS.items()}
 
 
 def prepare(chrome_binary: str | None = None) -> None:
@@ -60,8 +64,6 @@ def prepare(chrome_binary: str | None = None) -> None:
     Raises:
         EnvNotReadyError: Chromium is not installed.
     """
-    from guimem.envs.browsergym import miniwob_url, use_system_chromium
-
     use_system_chromium(chrome_binary or GuimemSettings().browser.chrome_binary)
     os.environ.setdefault("MINIWOB_URL", miniwob_url())
 
@@ -79,64 +81,6 @@ class Hint:
     text: str
     items: tuple[InjectedItem, ...]
     injection: Injection
-
-
-def _read_call(raw: str) -> tuple[str, list[Any], dict[str, Any]] | None:
-    """``name(literal, ...)`` as its parts, or None (anything else is never evaluated)."""
-    try:
-        call = ast.parse(raw, mode="eval").body
-        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
-            return None
-        args = [ast.literal_eval(a) for a in call.args]
-        kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
-    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
-        return None
-    return call.func.id, args, kwargs
-
-
-def _target(ref: str, parsed: Parsed | None, kind: ActionKind = ActionKind.TAP, text: str | None = None) -> Action:
-    obs = parsed.observation if parsed else None
-    element = obs.element(ref) if obs is not None else None
-    selector = Selector.for_element(element, obs) if element is not None and obs is not None else None
-    return Action(kind=kind, ref=ref, selector=selector, text=text)
-
-
-def _option(select: str, wanted: Any, parsed: Parsed | None) -> Action:
-    """``select_option(select, option)`` as a tap on the option (as guimem's envs act on selects)."""
-    wanted = wanted[0] if isinstance(wanted, list) and wanted else wanted
-    for ref, owner in (parsed.option_of.items() if parsed else ()):
-        element = parsed.observation.element(ref) if parsed else None
-        if owner == select and element is not None and element.text == str(wanted):
-            return _target(ref, parsed)
-    return _target(select, parsed)
-
-
-def parse_action(action: str, parsed: Parsed | None) -> Action:
-    """A BrowserGym action string as a guimem `Action` (the target's selector from the screen it acted on).
-
-    Only literal arguments are read (``ast.literal_eval``); anything else is kept as a described
-    ``wait`` so the step is still recorded."""
-    raw = action.strip()[:2000]
-    read = _read_call(raw)
-    if read is None:
-        return Action(kind=ActionKind.WAIT, description=f"unparsed: {raw[:200]}")
-    name, args, kwargs = read
-    first = str(args[0]) if args else str(kwargs.get("bid", ""))
-    if name in ("click", "dblclick") and first:
-        return _target(first, parsed)
-    if name == "fill" and first:
-        return _target(first, parsed, ActionKind.TYPE, str(args[1] if len(args) > 1 else kwargs.get("value", "")))
-    if name == "select_option" and first:
-        return _option(first, args[1] if len(args) > 1 else kwargs.get("options", ""), parsed)
-    if name in ("press", "keyboard_press"):
-        key = str(args[-1] if args else kwargs.get("key_comb", kwargs.get("key", "")))
-        return Action(kind=ActionKind.KEY, key=_PLAYWRIGHT_KEYS.get(key, key.lower())[:40])
-    if name in ("scroll", "scroll_at"):
-        dy = args[1] if name == "scroll" and len(args) > 1 else (args[3] if len(args) > 3 else 0)
-        return Action(kind=ActionKind.SCROLL, direction="up" if isinstance(dy, (int, float)) and dy < 0 else "down")
-    if name == "send_msg_to_user":
-        return Action(kind=ActionKind.ANSWER, text=str(first)[:2000])
-    return Action(kind=ActionKind.WAIT, description=None if name == "noop" else f"{name}(...)"[:200])
 
 
 @dataclass

@@ -23,9 +23,11 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
+from guimem.errors import FileConflictError
 from guimem.memory.base import RoundReport
 from guimem.memory.kit import MemoryKit
 from guimem.types import Trajectory
+from guimem.types.files import write_atomic
 from guimem.vectors import VectorIndex
 
 log = logging.getLogger(__name__)
@@ -82,7 +84,9 @@ class IndexCache:
         """The folder of a valid entry ``name`` and its extras, or None (missing, stale or unreadable)."""
         if self.folder is None:
             return None
-        entry = self.folder / name
+        entry = self._entry(name)
+        if entry is None:
+            return None
         try:
             saved = json.loads((entry / "stamp.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -93,27 +97,36 @@ class IndexCache:
         extras = saved.get("extras")
         return entry, extras if isinstance(extras, dict) else {}
 
+    def _entry(self, name: str) -> Path | None:
+        """The folder that entry ``name``'s pointer file names, or None (no entry yet)."""
+        assert self.folder is not None
+        try:
+            current = (self.folder / f"{name}.entry").read_text(encoding="utf-8").strip()
+        except OSError:
+            return None
+        return self.folder / current if current and Path(current).name == current else None
+
     def save(self, name: str, write: Any, extras: dict[str, Any] | None = None, revision: bool = True) -> None:
-        """Write entry ``name``: ``write(folder)`` fills a fresh folder, which then replaces the old
-        entry in one rename (a reader never sees half an entry). Failures only log: it is a cache."""
+        """Write entry ``name``: ``write(folder)`` fills a fresh folder, then the entry's pointer file is
+        replaced to name it (`write_atomic`: a reader sees the old entry or the new one, never half of
+        one). Failures only log: it is a cache."""
         if self.folder is None:
             return
-        self.folder.mkdir(parents=True, exist_ok=True)
-        tmp = self.folder / f".{name}-{uuid.uuid4().hex[:8]}"
+        fresh = self.folder / f"{name}-{uuid.uuid4().hex[:8]}"
         try:
-            tmp.mkdir()
-            write(tmp)
-            (tmp / "stamp.json").write_text(json.dumps({"stamp": self.stamp(revision), "extras": extras or {}}),
-                                            encoding="utf-8")
-            old = self.folder / name
-            trash = self.folder / f".old-{name}-{uuid.uuid4().hex[:8]}"
-            if old.exists():
-                os.replace(old, trash)
-            os.replace(tmp, old)
-            shutil.rmtree(trash, ignore_errors=True)
-        except OSError as exc:
+            fresh.mkdir(parents=True)
+            write(fresh)
+            (fresh / "stamp.json").write_text(json.dumps({"stamp": self.stamp(revision), "extras": extras or {}}),
+                                              encoding="utf-8")
+            previous = self._entry(name)
+            write_atomic(self.folder / f"{name}.entry", fresh.name)
+        except (OSError, FileConflictError) as exc:
             log.warning("cannot write the index cache %s: %s", self.folder / name, exc)
-            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.rmtree(fresh, ignore_errors=True)
+            return
+        for stale in (previous, self.folder / name):  # the entry replaced, and a folder of the older layout
+            if stale is not None and stale != fresh:
+                shutil.rmtree(stale, ignore_errors=True)
 
     def open_index(self, name: str, index: VectorIndex, revision: bool = True) -> dict[str, Any] | None:
         """Fill ``index`` from entry ``name`` when it is valid; returns the entry's extras (None: rebuild)."""

@@ -38,12 +38,11 @@ from guimem.service.transfer import (
     ExportRecord,
     export_target,
     parse_export,
-    write_exclusive,
     write_import,
 )
 from guimem.settings import GuimemSettings
 from guimem.storage import Record, Store, create_store
-from guimem.types import Behaviour, Origin, Task, Trajectory, read_trajectories, shorten
+from guimem.types import Behaviour, Origin, Task, Trajectory, read_trajectories, shorten, write_atomic
 
 
 class _Tried(Exception):  # noqa: N818 - rolls a trial boundary back; never leaves this module
@@ -361,7 +360,7 @@ class MemoryService:
                   for e in self.store.events(namespace=self.namespace)]
         lines = [line.model_dump_json(exclude_unset=isinstance(line, ExportEvent)) for line in
                  (header, *records, *events)]
-        write_exclusive(target, ("\n".join(lines) + "\n").encode("utf-8"))
+        write_atomic(target, ("\n".join(lines) + "\n").encode("utf-8"))
         return TransferReply(path=self._shown(target), records=len(records), events=len(events))
 
     def _header(self) -> ExportHeader:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Annotated, Literal
@@ -30,29 +29,6 @@ EXPORT_VERSION = 1
 EXPORTS = "exports"
 SUFFIX = ".jsonl"
 MAX_EXPORT_BYTES = 2_000_000_000
-
-
-def write_exclusive(target: Path, data: bytes) -> None:
-    """Write ``target`` atomically: a temp file created exclusively beside it (``O_EXCL``, ``O_NOFOLLOW``),
-    then renamed over it (a rename replaces the name, it never opens or writes through what stood there).
-
-    Raises:
-        FileConflictError: A file stands where a folder of the path must be.
-    """
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    except (FileExistsError, NotADirectoryError):
-        raise FileConflictError("a file stands where a folder of this path must be", path=str(target)) from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def export_target(root: Path | None, path: Path) -> Path:

@@ -26,6 +26,7 @@ from guimem.types.files import (
     iter_trajectories,
     parse_trajectory_line,
     read_trajectories,
+    write_atomic,
     write_trajectories,
 )
 from guimem.types.preflight import Preflight
@@ -85,5 +86,6 @@ __all__ = [
     "screen_signature",
     "shorten",
     "structure_hash",
+    "write_atomic",
     "write_trajectories",
 ]

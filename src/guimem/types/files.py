@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import os
 import stat
+import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from guimem.errors import DataError, TrajectoryFormatError
+from guimem.errors import DataError, FileConflictError, TrajectoryFormatError
 from guimem.types.episode import TRAJECTORY_FORMAT_VERSION, Trajectory
 from guimem.types.strictjson import StrictJSONError, loads_strict
 
@@ -121,14 +122,40 @@ def append_trajectory(path: Path | str, trajectory: Trajectory) -> None:
     append_line(path, trajectory.model_dump_json())
 
 
+def write_atomic(path: Path | str, data: bytes | str) -> None:
+    """Write a whole file durably and atomically: a crash leaves the old file or the new one, never half.
+
+    The bytes go to a temp file created exclusively beside ``path`` (``O_EXCL | O_NOFOLLOW``: it never opens
+    or writes through a link; its mode is the umask's, as for any new file), are flushed and fsynced, then
+    renamed over ``path`` (a rename replaces the name; it never writes through what stood there). This is
+    guimem's one durable-write helper: run specs, snapshots, trajectory files, exports and the index
+    cache's entries all commit through it.
+
+    Args:
+        path: The file to write; missing parent folders are made.
+        data: The whole content (``str`` is written as UTF-8).
+
+    Raises:
+        FileConflictError: A file stands where a folder of the path must be.
+    """
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    except (FileExistsError, NotADirectoryError):
+        raise FileConflictError("a file stands where a folder of this path must be", path=str(target)) from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 def write_trajectories(path: Path | str, trajectories: Iterable[Trajectory]) -> None:
-    """Write a whole file atomically (temp file, then rename)."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(p.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        for t in trajectories:
-            fh.write(t.model_dump_json() + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    tmp.replace(p)
+    """Write a whole file atomically (see `write_atomic`)."""
+    write_atomic(path, "".join(t.model_dump_json() + "\n" for t in trajectories))

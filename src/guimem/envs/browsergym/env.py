@@ -1,8 +1,9 @@
 """BrowserGym benchmarks (MiniWoB++, WebArena, WorkArena, ...) as a guimem `Env`.
 
 - Drives BrowserGym's own gymnasium env and judges by its own task reward (success: reward ≥ 1).
-- Observations are mapped by `guimem.envs.bgym_obs` (accessibility tree + DOM, refs are bids); guimem
-  actions become BrowserGym action strings (``click('12')``, ``fill('12', 'text')``, ...).
+- Observations are read by `guimem.envs.browsergym.observation` (accessibility tree + DOM, refs are
+  bids); guimem actions become BrowserGym action strings by `guimem.envs.browsergym.actions`
+  (``click('12')``, ``fill('12', 'text')``, ...).
 - Playwright drives Debian's ``chromium``: nothing is downloaded. BrowserGym launches two browsers
   (the page and its chat window), the second without our launch options, so guimem points
   ``PLAYWRIGHT_BROWSERS_PATH`` at a cache folder where Playwright's expected Chromium path is a
@@ -24,37 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from guimem.envs.base import Transition
-from guimem.envs.bgym_obs import (
-    Parsed,
-    UnmappableActionError,
-    benchmark_of,
-    goal_and_params,
-    gym_id,
-    normalise_task_id,
-    parse_observation,
-    to_browsergym,
-)
 from guimem.envs.browser import INSTALL_HINT, resolve_binary
+from guimem.envs.browsergym.actions import UnmappableActionError, to_browsergym
+from guimem.envs.browsergym.observation import Parsed, parse_observation
+from guimem.envs.browsergym.tasks import benchmark_of, check_benchmark, goal_and_params, gym_id, normalise_task_id
 from guimem.errors import EnvError, EnvNotReadyError, MissingDependencyError, SuiteError
 from guimem.settings import BrowserSettings, GuimemSettings
 from guimem.types import Action, ActionError, ActionErrorCode, Observation, Outcome, Task
 
 log = logging.getLogger(__name__)
-
-# The URL variables each benchmark's BrowserGym package reads (BrowserGym's documented names).
-SERVER_VARIABLES: dict[str, tuple[str, ...]] = {
-    "webarena": ("WA_SHOPPING", "WA_SHOPPING_ADMIN", "WA_REDDIT", "WA_GITLAB", "WA_WIKIPEDIA", "WA_MAP",
-                 "WA_HOMEPAGE"),
-    "visualwebarena": ("VWA_CLASSIFIEDS", "VWA_CLASSIFIEDS_RESET_TOKEN", "VWA_SHOPPING", "VWA_REDDIT",
-                       "VWA_WIKIPEDIA", "VWA_HOMEPAGE"),
-    "workarena": ("SNOW_INSTANCE_URL", "SNOW_INSTANCE_UNAME", "SNOW_INSTANCE_PWD"),
-}
-PACKAGES = {"miniwob": "browsergym.miniwob", "webarena": "browsergym.webarena",
-            "visualwebarena": "browsergym.visualwebarena", "workarena": "browsergym.workarena",
-            "assistantbench": "browsergym.assistantbench", "weblinx": "weblinx_browsergym"}
-PIP_NAMES = {"miniwob": "browsergym-miniwob", "webarena": "browsergym-webarena",
-             "visualwebarena": "browsergym-visualwebarena", "workarena": "browsergym-workarena",
-             "assistantbench": "browsergym-assistantbench", "weblinx": "weblinx-browsergym"}
 
 
 _USERS = 0  # BrowserGym envs of this process holding BrowserGym's global Playwright
@@ -122,38 +101,6 @@ def use_system_chromium(chrome_binary: str) -> str:
         os.replace(tmp, link)  # atomic: workers starting together never see a half-made link
     os.environ["PLAYWRIGHT_BROWSERS_PATH"] = str(folder)
     return str(folder)
-
-
-def miniwob_url() -> str:
-    """``file://`` URL of the ``miniwob`` package's task pages (what BrowserGym's ``MINIWOB_URL`` expects)."""
-    from guimem.envs.miniwob import miniwob_html_dir
-
-    return miniwob_html_dir().as_uri() + "/"
-
-
-def check_benchmark(benchmark: str) -> None:
-    """Import the benchmark's BrowserGym package and check its server variables.
-
-    Raises:
-        MissingDependencyError: The benchmark's package is not installed.
-        EnvNotReadyError: A server URL variable the benchmark needs is not set.
-    """
-    import importlib
-
-    module = PACKAGES.get(benchmark, f"browsergym.{benchmark}")
-    try:
-        importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if benchmark == "miniwob":
-            raise MissingDependencyError("browsergym-miniwob", "browsergym") from exc
-        raise MissingDependencyError(PIP_NAMES.get(benchmark, f"browsergym-{benchmark}"), None) from exc
-    if benchmark == "miniwob" and not os.environ.get("MINIWOB_URL"):
-        os.environ["MINIWOB_URL"] = miniwob_url()
-    missing = [v for v in SERVER_VARIABLES.get(benchmark, ()) if not os.environ.get(v)]
-    if missing:
-        raise EnvNotReadyError(
-            f"{benchmark} needs its servers: {', '.join(missing)} not set",
-            suggestion=f"export {missing[0]}=<URL of your {benchmark} server> (see docs/browsergym.md)")
 
 
 @contextmanager
