@@ -139,10 +139,10 @@ def test_importing_the_same_export_twice_gives_the_same_store_and_keeps_the_roun
     assert second["records"] == 0 and second["events"] == 0
     assert snapshot() == once
     original = json.loads(runner.invoke(app, ["memory", "stats", "--store", steer_store, "--json"]).output)
-    assert once[0]["round"] == original["round"] == 2 and once[0]["items"] == original["items"]
-    assert once[0]["events"] == original["events"]
+    assert once[0]["boundaries_applied"] == original["boundaries_applied"] == 2
+    assert once[0]["items"] == original["items"] and once[0]["events"] == original["events"]
     ended = json.loads(runner.invoke(app, ["memory", "end-round", "--store", target, "--json"]).output)
-    assert ended["round"] == 3
+    assert ended["boundaries_applied"] == 3
 
 
 def test_compare_refuses_runs_of_different_rounds_unless_forced(tmp_path):

@@ -28,5 +28,6 @@ def test_a_one_round_run_speaks_of_round_1_to_people_and_indexes_it_0_in_files(t
 def test_the_formats_doc_says_the_base_of_every_round_field():
     doc = (ROOT / "docs" / "formats.md").read_text()
     section = doc.split("## Rounds", 1)[1].split("\n## ", 1)[0]
-    for name in ("`round`", "round-<r>", "`round_index`", "`committed_round`", "`/v1/stats`", "`rounds`"):
+    for name in ("`round`", "round-<r>", "`round_index`", "`committed_round_index`", "`boundaries_applied`",
+                 "`round_indexes`", "`/v1/stats`", "`/v1/runs`", "`rounds`", "version 2"):
         assert name in section, name

@@ -34,7 +34,7 @@ def served(tmp_path):
 def test_runs_ignore_files_that_are_not_rounds(served):
     url, _ = served
     r = httpx.get(f"{url}/v1/runs")
-    assert r.status_code == 200 and r.json() == [{"method": "graph", "rounds": [0]}]
+    assert r.status_code == 200 and r.json() == [{"method": "graph", "round_indexes": [0]}]
 
 
 def test_one_torn_trace_line_does_not_hide_its_round(served):

@@ -179,9 +179,9 @@ def stats_cmd(ctx: typer.Context, store: str = STORE, method: str | None = FIND,
 
 def _rounds(s: Stats) -> str:
     """Rounds counted from 1, as everywhere: the last committed one, and boundaries the lifecycle passed."""
-    parts = [f"learned through round {s.committed_round + 1}"] if s.committed_round >= 0 else []
-    if s.round is not None:
-        parts.append(f"{plural(s.round, 'round boundary', 'round boundaries')} applied")
+    parts = [f"learned through round {s.committed_round_index + 1}"] if s.committed_round_index >= 0 else []
+    if s.boundaries_applied is not None:
+        parts.append(f"{plural(s.boundaries_applied, 'round boundary', 'round boundaries')} applied")
     return f" ({', '.join(parts)})" if parts else ""
 
 

@@ -44,6 +44,7 @@ from guimem.service.models import (
     LearnReply,
     RecallReply,
     RecallRequest,
+    RunTraces,
     Stats,
     TransferReply,
 )
@@ -288,7 +289,7 @@ def _inspector_routes(app: FastAPI, service: MemoryService, run_dir: FilePath | 
         return graph_view(service)
 
     @app.get("/v1/runs", responses=READ, dependencies=secured)
-    def runs() -> list[dict[str, object]]:
+    def runs() -> list[RunTraces]:
         return runs_view(run_dir)
 
     @app.get("/v1/runs/{method}/{round_index}", responses={**READ, **_documented(404)}, dependencies=secured)

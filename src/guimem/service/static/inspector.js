@@ -325,8 +325,8 @@ function emptyStates() {
 async function load() {
   try {
     const stats = await get('/v1/stats');
-    const rnd = Number.isInteger(stats.committed_round) && stats.committed_round >= 0
-      ? `; learned through round ${stats.committed_round + 1}` : '';
+    const last = stats.committed_round_index;
+    const rnd = Number.isInteger(last) && last >= 0 ? `; learned through round ${last + 1}` : '';
     document.getElementById('summary').textContent = `memory ${stats.method} (namespace ${stats.namespace}): ` +
       Object.entries(stats.items).map(([k, v]) => `${k} ${int(v)}`).join(', ') + `; ${int(stats.events)} events${rnd}`;
     fill('quarantine', (stats.quarantine || []).map(q => h('li', {},
@@ -336,7 +336,7 @@ async function load() {
     await drawSkills(items);
     await drawKnowledge(items);
     const runs = await get('/v1/runs');
-    document.getElementById('run').replaceChildren(...runs.flatMap(r => r.rounds.map(k =>
+    document.getElementById('run').replaceChildren(...runs.flatMap(r => r.round_indexes.map(k =>
       h('option', {value: `${r.method}/${k}`}, `${r.method} · round ${Number(k) + 1}`))));
     if (runs.length) document.getElementById('episodes').textContent = 'choose a method and round';
     emptyStates();
