@@ -55,7 +55,8 @@ from guimem.types import Trajectory
 STATUS = {NotFoundError: 404, LifecycleError: 409, ConflictError: 409, FileConflictError: 409, DataError: 422,
           UnknownBackendError: 400, ConfigError: 400}
 ITEM_ID = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$"
-METHOD_NAME = r"^[a-z][a-z_]{0,39}$"
+# A method as a run folder names its traces: a registered name, or a user's import path (pkg.mod:Class).
+METHOD_NAME = r"^[A-Za-z_][A-Za-z0-9_]{0,63}(\.[A-Za-z_][A-Za-z0-9_]{0,63}){0,7}(:[A-Za-z_][A-Za-z0-9_]{0,63})?$"
 # A file inside the data directory: relative segments that never start with a dot, ending in .jsonl.
 DATA_FILE = r"^([A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}/){0,4}[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}\.jsonl$"
 
