@@ -28,6 +28,8 @@ function h(tag, attrs, ...children) {
 }
 const num = (v, digits) => Number.isFinite(Number(v)) ? Number(v).toFixed(digits) : '?';
 const int = v => Number.isInteger(Number(v)) ? String(Number(v)) : '?';
+// '1 step', '2 steps': a count and its noun, plural unless 1 (as the CLI and the report say it)
+const count = (n, noun) => `${int(n)} ${Number(n) === 1 ? noun : noun + 's'}`;
 const signed = v => Number.isFinite(Number(v)) ? (Number(v) >= 0 ? '+' : '') + Number(v).toFixed(2) : '?';
 
 // Shorten at a word boundary, never inside a word (unless one word is longer than the limit).
@@ -307,7 +309,7 @@ async function episodes() {
   const [method, round] = document.getElementById('run').value.split('/');
   const eps = await get(`/v1/runs/${encodeURIComponent(method)}/${encodeURIComponent(round)}`);
   fill('episodes', eps.map(e => h('details', {},
-    h('summary', {}, `${e.task} seed ${int(e.seed)}: ${e.success ? 'success' : 'failure'} (${e.steps.length} steps)`),
+    h('summary', {}, `${e.task} seed ${int(e.seed)}: ${e.success ? 'success' : 'failure'} (${count(e.steps.length, 'step')})`),
     h('table', {}, h('tr', {}, ['step', 'screen and action', 'injection (exact)', 'tokens'].map(t => h('th', {}, t))),
       e.steps.map(s => stepRow(method, round, e, s))))));
 }
@@ -328,7 +330,8 @@ async function load() {
     const last = stats.committed_round_index;
     const rnd = Number.isInteger(last) && last >= 0 ? `; learned through round ${last + 1}` : '';
     document.getElementById('summary').textContent = `memory ${stats.method} (namespace ${stats.namespace}): ` +
-      Object.entries(stats.items).map(([k, v]) => `${k} ${int(v)}`).join(', ') + `; ${int(stats.events)} events${rnd}`;
+      (Object.entries(stats.items).map(([k, v]) => `${k} ${int(v)}`).join(', ') || 'no items') +
+      `; ${count(stats.events, 'event')}${rnd}`;
     fill('quarantine', (stats.quarantine || []).map(q => h('li', {},
       `episode ${q.episode || q.id} set aside, not learned: ${q.reason}`)));
     drawGraph(await get('/v1/graph'));
