@@ -21,7 +21,8 @@ def test_a_one_round_run_speaks_of_round_1_to_people_and_indexes_it_0_in_files(t
     assert "learned through round 1" in stats.stdout, stats.stdout
     page = (project / "run" / "report.html").read_text()
     assert "round 1" in page and not re.search(r"\bround 0\b", page)
-    assert {json.loads(line)["round"] for line in (project / "run" / "results.jsonl").read_text().splitlines()} == {0}
+    results = (project / "run" / "results.jsonl").read_text().splitlines()
+    assert {json.loads(line)["round_index"] for line in results} == {0}
     assert (project / "run" / "traces" / "none" / "round-0.jsonl").exists()
 
 
