@@ -47,7 +47,7 @@ def test_learn_of_an_infinite_number_is_one_line_and_the_store_keeps_learning(tm
     assert result.exit_code == 0, result.output
     result = runner.invoke(app, ["--json", "memory", "stats", "--store", store, "--method", "graph"])
     stats = json.loads(result.output)
-    assert stats["queued"] == 0 and stats["committed_round"] == 0 and stats["items"]["edge:active"] >= 1
+    assert stats["queued"] == 0 and stats["committed_round_index"] == 0 and stats["items"]["edge:active"] >= 1
 
 
 def test_a_malformed_postgres_url_is_one_line_exit_2():

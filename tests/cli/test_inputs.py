@@ -139,14 +139,13 @@ def test_importing_the_same_export_twice_gives_the_same_store_and_keeps_the_roun
     assert second["records"] == 0 and second["events"] == 0
     assert snapshot() == once
     original = json.loads(runner.invoke(app, ["memory", "stats", "--store", steer_store, "--json"]).output)
-    assert once[0]["round"] == original["round"] == 2
+    assert once[0]["boundaries_applied"] == original["boundaries_applied"] == 2
     # imports are untrusted: what was on trial or admitted there is a candidate here, the same items
-    assert sum(once[0]["items"].values()) == sum(original["items"].values())
     assert {k.replace(":trial", ":candidate").replace(":admitted", ":candidate"): n
             for k, n in original["items"].items()} == once[0]["items"]
     assert once[0]["events"] == original["events"]
     ended = json.loads(runner.invoke(app, ["memory", "end-round", "--store", target, "--json"]).output)
-    assert ended["round"] == 3
+    assert ended["boundaries_applied"] == 3
 
 
 def test_compare_refuses_runs_of_different_rounds_unless_forced(tmp_path):

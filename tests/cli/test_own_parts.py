@@ -87,7 +87,7 @@ def test_a_custom_methods_memory_is_found_by_its_import_path_namespace_or_own_na
     assert done.returncode == 0, done.stderr
     stats = json.loads(done.stdout)
     # every episode of the two rounds (3 tasks each) was logged as one event at its round's boundary
-    assert (stats["method"], stats["namespace"], stats["events"], stats["committed_round"]) == (
+    assert (stats["method"], stats["namespace"], stats["events"], stats["committed_round_index"]) == (
         "last-success", "lastsuccessmemory", 6, 1)
 
 

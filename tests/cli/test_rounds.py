@@ -21,12 +21,14 @@ def test_a_one_round_run_speaks_of_round_1_to_people_and_indexes_it_0_in_files(t
     assert "learned through round 1" in stats.stdout, stats.stdout
     page = (project / "run" / "report.html").read_text()
     assert "round 1" in page and not re.search(r"\bround 0\b", page)
-    assert {json.loads(line)["round"] for line in (project / "run" / "results.jsonl").read_text().splitlines()} == {0}
+    results = (project / "run" / "results.jsonl").read_text().splitlines()
+    assert {json.loads(line)["round_index"] for line in results} == {0}
     assert (project / "run" / "traces" / "none" / "round-0.jsonl").exists()
 
 
 def test_the_formats_doc_says_the_base_of_every_round_field():
     doc = (ROOT / "docs" / "formats.md").read_text()
     section = doc.split("## Rounds", 1)[1].split("\n## ", 1)[0]
-    for name in ("`round`", "round-<r>", "`round_index`", "`committed_round`", "`/v1/stats`", "`rounds`"):
+    for name in ("`round`", "round-<r>", "`round_index`", "`committed_round_index`", "`boundaries_applied`",
+                 "`round_indexes`", "`/v1/stats`", "`/v1/runs`", "`rounds`", "version 2"):
         assert name in section, name

@@ -46,11 +46,11 @@ def test_evaluation_writes_every_output_in_the_stable_formats(tmp_path):
     assert {"run_spec.json", "results.jsonl", "summary.json", "report.html", "traces", "memory", "snapshots"} <= files
     lines = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert len(lines) == 4 * 3 * len(ALL)
-    assert {"method", "round", "task", "seed", "success", "score", "steps", "injected_tokens", "recall_ms_p50",
-            "error"} <= set(lines[0])
+    assert {"version", "method", "round_index", "task", "seed", "success", "score", "steps", "injected_tokens",
+            "recall_ms_p50", "error"} <= set(lines[0])
     data = json.loads((tmp_path / "summary.json").read_text())
     m = data["methods"]["steer"]
-    assert set(m["rounds"][0]) >= {"round", "success_rate", "episodes", "injected_tokens", "recall_ms_p50",
+    assert set(m["rounds"][0]) >= {"round_index", "success_rate", "episodes", "injected_tokens", "recall_ms_p50",
                                    "recall_ms_p95", "memory"}
     assert set(m["pass_at_k"]) == {"1", "2", "3"} and "3" in m["pass_at_k_ci"] and "3" in m["diff_vs_none"]
     assert summary.complete and data["methods"]["none"]["injected_tokens_total"] == 0
@@ -63,8 +63,8 @@ def test_evaluation_writes_every_output_in_the_stable_formats(tmp_path):
 def test_round_zero_reads_an_empty_snapshot_for_every_method(tmp_path):
     Evaluation(spec(rounds=2), tmp_path, settings()).run()
     first = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
-    assert all(r["injected_tokens"] == 0 for r in first if r["round"] == 0)
-    assert any(r["injected_tokens"] > 0 for r in first if r["round"] == 1 and r["method"] != "none")
+    assert all(r["injected_tokens"] == 0 for r in first if r["round_index"] == 0)
+    assert any(r["injected_tokens"] > 0 for r in first if r["round_index"] == 1 and r["method"] != "none")
 
 
 def test_a_stopped_run_resumes_without_repeating_or_losing_episodes(tmp_path):

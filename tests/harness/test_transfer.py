@@ -33,7 +33,7 @@ def test_memory_learned_on_one_suite_is_used_on_another_and_the_run_says_so(tmp_
     learned = [json.loads(x) for x in (out / "learn" / "results.jsonl").read_text().splitlines()]
     assert {r["task"] for r in learned} == {"form-a"} and len(learned) == 2 * 2 * 3
     tested = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
-    first = [r for r in tested if r["round"] == 0 and r["method"] == "graph"]
+    first = [r for r in tested if r["round_index"] == 0 and r["method"] == "graph"]
     assert first and all(r["injected_tokens"] > 0 for r in first), "round 1 of B already recalls what A taught"
     assert "learned on <b>form-a</b>" in (out / "report.html").read_text()
     again = runner.invoke(app, args)

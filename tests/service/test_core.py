@@ -42,7 +42,7 @@ def test_learn_end_round_recall_and_inspect(tmp_path):
     reply = svc.learn_file(trajectories(tmp_path))
     assert reply.episodes == 2 and reply.queued == 2 and svc.stats().queued == 2
     stats = svc.end_round()
-    assert stats.items == {"knowledge:candidate": 2} and stats.round == 1 and stats.queued == 0
+    assert stats.items == {"knowledge:candidate": 2} and stats.boundaries_applied == 1 and stats.queued == 0
     items = svc.list_items(kind="knowledge", status="candidate")
     detail = svc.show(items[0].id)
     assert detail.body["kind"] in ("procedure", "warning")
@@ -193,7 +193,7 @@ def test_a_users_method_whose_commit_round_returns_nothing_is_served_and_learns(
 
     svc.learn(read_trajectories(trajectories(tmp_path)), end_round=True)
     stats = svc.stats()
-    assert stats.committed_round == 0 and stats.queued == 0
+    assert stats.committed_round_index == 0 and stats.queued == 0
     svc.close()
 
 
@@ -232,4 +232,4 @@ def test_a_service_opened_on_an_import_path_finds_the_memory_an_evaluation_kept(
     svc = service(tmp_path, method=method, store=str(store), dim=384)
     stats = svc.stats()
     svc.close()
-    assert stats.namespace == "tallymemory" and stats.committed_round == 1, _json.dumps(stats.model_dump())
+    assert stats.namespace == "tallymemory" and stats.committed_round_index == 1, _json.dumps(stats.model_dump())

@@ -56,11 +56,11 @@ def test_a_queued_entry_that_no_longer_validates_is_quarantined_and_the_rest_are
     _queue_broken_entry(svc, episode([LOGIN], seed=3).model_dump(mode="json"))
     svc.learn([episode([USER, PASS, LOGIN], seed=1)])
     stats = svc.end_round()
-    assert stats.queued == 0 and stats.quarantined == 1 and stats.committed_round == 0
+    assert stats.queued == 0 and stats.quarantined == 1 and stats.committed_round_index == 0
     assert stats.quarantine[0].id == "ep-broken" and "wall_ms" in stats.quarantine[0].reason
     assert stats.items.get("edge:active", 0) >= 1
     svc.learn([episode([LOGIN], seed=2)])
-    assert svc.end_round().committed_round == 1  # the next boundaries go on
+    assert svc.end_round().committed_round_index == 1  # the next boundaries go on
 
 
 def test_an_episode_whose_learn_fails_rolls_its_boundary_back_and_is_quarantined(tmp_path, monkeypatch):
@@ -79,7 +79,7 @@ def test_an_episode_whose_learn_fails_rolls_its_boundary_back_and_is_quarantined
     assert reply.quarantined == 1 and reply.queued == 0
     stats = svc.stats()
     assert stats.quarantined == 1 and "cannot be learned" in stats.quarantine[0].reason
-    assert stats.committed_round == 0 and stats.round == 1  # one boundary, not a half one and a whole one
+    assert stats.committed_round_index == 0 and stats.boundaries_applied == 1  # one boundary, not half and whole
     proposed = [e for e in svc.store.events(namespace=svc.namespace) if e.type == "proposed"]
     episodes = [json.loads(e.payload)["episode"] for e in proposed]
     assert sorted(set(episodes)) == sorted({first.episode_id, last.episode_id})
@@ -116,7 +116,7 @@ def test_an_episode_that_breaks_consolidation_is_found_quarantined_and_the_rest_
     reply = svc.learn(episodes, end_round=True)
     stats = svc.stats()
     assert reply.quarantined == 1 and stats.quarantine[0].episode == bad
-    assert "cannot consolidate" in stats.quarantine[0].reason and stats.committed_round == 0 and stats.queued == 0
+    assert "cannot consolidate" in stats.quarantine[0].reason and stats.committed_round_index == 0 and stats.queued == 0
     learned = svc.store.query(svc.queue.namespace, "episode", ["learned"])
     assert sorted(json.loads(r.body)["episode_id"] for r in learned) == sorted(
         t.episode_id for t in episodes if t.episode_id != bad)

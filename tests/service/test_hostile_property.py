@@ -62,14 +62,14 @@ def test_http_never_answers_5xx_and_keeps_learning(tmp_path):
     @LIMITS
     @given(hostile())
     def run(line: str) -> None:
-        before = svc.stats().committed_round
+        before = svc.stats().committed_round_index
         body = '{"trajectories": [' + line + ", " + json.dumps(_valid()) + '], "end_round": true}'
         r = client.post("/v1/learn", content=body, headers={"Content-Type": "application/json"})
         assert r.status_code in (200, 400, 413, 422), r.text
         ok = client.post("/v1/learn", json={"trajectories": [_valid()], "end_round": True})
         assert ok.status_code == 200, ok.text
         after = svc.stats()
-        assert after.committed_round == before + (2 if r.status_code == 200 else 1) and after.queued == 0
+        assert after.committed_round_index == before + (2 if r.status_code == 200 else 1) and after.queued == 0
 
     run()
     svc.close()
@@ -130,4 +130,4 @@ def test_the_cli_ends_each_hostile_file_in_one_line_and_keeps_learning(tmp_path,
 
     run()
     stats = json.loads(runner.invoke(cli, ["--json", "memory", "stats", "--store", store, "--method", "graph"]).output)
-    assert stats["queued"] == 0 and stats["committed_round"] >= 24
+    assert stats["queued"] == 0 and stats["committed_round_index"] >= 24

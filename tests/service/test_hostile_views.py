@@ -34,7 +34,7 @@ def served(tmp_path):
 def test_runs_ignore_files_that_are_not_rounds(served):
     url, _ = served
     r = httpx.get(f"{url}/v1/runs")
-    assert r.status_code == 200 and r.json() == [{"method": "graph", "rounds": [0]}]
+    assert r.status_code == 200 and r.json() == [{"method": "graph", "round_indexes": [0]}]
 
 
 def test_one_torn_trace_line_does_not_hide_its_round(served):
@@ -59,3 +59,19 @@ def test_the_csp_lets_the_inspector_show_screenshots_loaded_as_blobs(served):
     url, _ = served
     csp = httpx.get(f"{url}/").headers["content-security-policy"]
     assert "img-src 'self' data: blob:" in csp and "default-src 'none'" in csp
+
+
+def test_the_episodes_of_an_import_path_methods_round_are_served(tmp_path):
+    own = "mypkg.last_success:LastSuccessMemory"
+    (tmp_path / "run" / "traces" / own).mkdir(parents=True)
+    (tmp_path / "run" / "traces" / own / "round-1.jsonl").write_text("")
+    svc = service(tmp_path)
+    try:
+        with live_http(create_app(svc, run_dir=tmp_path / "run")) as url:
+            assert httpx.get(f"{url}/v1/runs").json() == [{"method": own, "round_indexes": [1]}]
+            reply = httpx.get(f"{url}/v1/runs/{own}/1")
+            assert reply.status_code == 200 and reply.json() == [], reply.text
+            assert httpx.get(f"{url}/v1/runs/{own}/0").status_code == 404
+            assert httpx.get(f"{url}/v1/runs/..%2Fmemory/1").status_code in (404, 422)
+    finally:
+        svc.close()

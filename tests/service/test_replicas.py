@@ -88,7 +88,7 @@ def test_concurrent_writers_on_two_replicas_lose_nothing(pg_dsn, tmp_path):
             assert httpx.post(f"{url}/v1/end_round", json={}, timeout=60).status_code == 200
         stats = [httpx.get(f"{u}/v1/stats", timeout=30).json() for u in urls]
     assert stats[0]["queued"] == stats[1]["queued"] == 0
-    assert stats[0]["items"] == stats[1]["items"] and stats[0]["round"] == stats[1]["round"]
+    assert stats[0]["items"] == stats[1]["items"] and stats[0]["boundaries_applied"] == stats[1]["boundaries_applied"]
     store = create_store(pg_dsn)
     queue = store.query("steer.queue", "episode")
     assert len(queue) == len(episodes) and {r.status for r in queue} == {"learned"}

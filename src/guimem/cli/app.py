@@ -11,6 +11,7 @@ from guimem.cli import evaluate as eval_cmd
 from guimem.cli import memory as memory_cmd
 from guimem.cli import run as run_cmd
 from guimem.cli import serve as serve_cmd
+from guimem.cli.help import Command, Group
 from guimem.cli.output import CliState, emit_json, fail, state
 from guimem.errors import ConfigError
 from guimem.harness.doctor import run_doctor
@@ -18,6 +19,7 @@ from guimem.settings import GuimemSettings, load_settings
 
 app = typer.Typer(
     name="guimem",
+    cls=Group,
     help="Long-term memory for frozen GUI agents, and a lifelong evaluation that proves it helps.",
     no_args_is_help=True,
     add_completion=False,
@@ -34,10 +36,9 @@ def _version(value: bool) -> None:
 @app.callback()
 def main_options(
     ctx: typer.Context,
-    json_output: bool = typer.Option(False, "--json", metavar="", help="Print one JSON document instead of tables."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", metavar="", help="Log progress details to stderr."),
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, metavar="",
-                                 help="Print the version."),
+    json_output: bool = typer.Option(False, "--json", help="Print one JSON document instead of tables."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progress details to stderr."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
 ) -> None:
     """Global options (put them before the sub-command: ``guimem --json doctor``)."""
     level = logging.INFO if verbose else logging.WARNING
@@ -50,13 +51,12 @@ def main_options(
     ctx.obj = CliState(json=json_output, settings=settings)
 
 
-@app.command()
+@app.command(cls=Command)
 def doctor(
     ctx: typer.Context,
-    json_output: bool = typer.Option(False, "--json", metavar="", help="Print the report as JSON."),
-    no_browser: bool = typer.Option(False, "--no-browser", metavar="", help="Skip starting a real headless Chromium."),
-    model: bool = typer.Option(False, "--model", metavar="",
-                               help="Also check the model endpoint (GUIMEM_LLM__BASE_URL) "
+    json_output: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    no_browser: bool = typer.Option(False, "--no-browser", help="Skip starting a real headless Chromium."),
+    model: bool = typer.Option(False, "--model", help="Also check the model endpoint (GUIMEM_LLM__BASE_URL) "
                                "answers, and that the local llama.cpp decodes (in a child process)."),
 ) -> None:
     """Check Chromium, chromedriver, the e5 embedder, the store and optional extras; exit 1 if a required part fails."""
@@ -80,15 +80,15 @@ def doctor(
         raise typer.Exit(1)
 
 
-app.command("run")(run_cmd.run)
-app.command("suites")(run_cmd.suites)
-app.command("eval")(eval_cmd.eval_command)
-app.command("report")(eval_cmd.report_command)
-app.command("compare")(eval_cmd.compare_command)
-app.command("learn")(memory_cmd.learn)
-app.command("recall")(memory_cmd.recall)
+app.command("run", cls=Command)(run_cmd.run)
+app.command("suites", cls=Command)(run_cmd.suites)
+app.command("eval", cls=Command)(eval_cmd.eval_command)
+app.command("report", cls=Command)(eval_cmd.report_command)
+app.command("compare", cls=Command)(eval_cmd.compare_command)
+app.command("learn", cls=Command)(memory_cmd.learn)
+app.command("recall", cls=Command)(memory_cmd.recall)
 app.add_typer(memory_cmd.memory_app, name="memory")
-app.command("serve")(serve_cmd.serve)
+app.command("serve", cls=Command)(serve_cmd.serve)
 
 
 def main() -> None:

@@ -140,16 +140,14 @@ def eval_command(
                                           "namespace per run and method). Default: a SQLite file per method in "
                                           "OUT/memory."),
     exclude_source_task: bool = typer.Option(False, "--exclude-source-task",
-                                             metavar="",
                                              help="Leave-one-task-out: items never influence their source task."),
     learn_suite: str | None = typer.Option(None, "--learn-suite",
                                            help="Train/test transfer: learn over this suite's rounds first (in "
                                                 "OUT/learn), then use that memory on --suite, leave-one-task-out."),
     screenshots: bool = typer.Option(False, "--screenshots",
-                                     metavar="",
                                      help="Save a PNG per observation under OUT/screenshots (the inspector shows "
                                           "them with each step)."),
-    json_output: bool = typer.Option(False, "--json", metavar="", help="Print summary.json instead of the table."),
+    json_output: bool = typer.Option(False, "--json", help="Print summary.json instead of the table."),
 ) -> None:
     """Run (or resume) a lifelong evaluation; write results, traces, summary.json and report.html to OUT."""
     st = state(ctx, json_output)
@@ -209,7 +207,7 @@ def report_command(
     run: Path = typer.Argument(..., help="A run directory."),
     store: str | None = typer.Option(None, "--store", envvar="GUIMEM_EVAL_STORE",
                                      help="The run's shared store (when it used one), for what memory learned."),
-    json_output: bool = typer.Option(False, "--json", metavar="", help="Print summary.json."),
+    json_output: bool = typer.Option(False, "--json", help="Print summary.json."),
 ) -> None:
     """Rebuild summary.json and report.html of a run directory from its results."""
     st = state(ctx, json_output)
@@ -232,9 +230,8 @@ def compare_command(
     ctx: typer.Context,
     first: Path = typer.Argument(..., help="Run directory A."),
     second: Path = typer.Argument(..., help="Run directory B."),
-    force: bool = typer.Option(False, "--force", metavar="",
-                               help="Compare runs of different suites, rounds or policies."),
-    json_output: bool = typer.Option(False, "--json", metavar="", help="Print as JSON."),
+    force: bool = typer.Option(False, "--force", help="Compare runs of different suites, rounds or policies."),
+    json_output: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """Paired differences (B − A) of final Pass@k per method in both runs, with 95 % bootstrap CIs."""
     st = state(ctx, json_output)

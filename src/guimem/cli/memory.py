@@ -11,6 +11,7 @@ import typer
 from pydantic import BaseModel, ValidationError
 from rich.table import Table
 
+from guimem.cli.help import Command, Group
 from guimem.cli.lookup import FIND, held, print_held, resolve_memory
 from guimem.cli.output import CliState, emit_json, fail, state
 from guimem.errors import ConfigError, DataError, GuimemError
@@ -23,9 +24,9 @@ from guimem.types.strictjson import StrictJSONError, loads_strict
 
 STORE = typer.Option(..., "--store", help="Store: a SQLite path, or postgresql://...")
 METHOD = typer.Option("steer", "--method", "-m", help="Memory method (namespace) in the store.")
-JSON = typer.Option(False, "--json", metavar="", help="Print JSON.")
+JSON = typer.Option(False, "--json", help="Print JSON.")
 ADHOC_TASK = "adhoc"
-memory_app = typer.Typer(help="Inspect, curate, export and import a memory.", no_args_is_help=True)
+memory_app = typer.Typer(cls=Group, help="Inspect, curate, export and import a memory.", no_args_is_help=True)
 
 
 @contextmanager
@@ -77,9 +78,8 @@ def learn(
     store: str = STORE,
     method: str = METHOD,
     end_round: bool = typer.Option(True, "--end-round/--no-end-round",
-                                   metavar="",
                                    help="Apply the round boundary after learning (STEER admissions, merges)."),
-    verify: bool = typer.Option(False, "--verify", metavar="", help="Verify induced skills by replay in MiniWoB++."),
+    verify: bool = typer.Option(False, "--verify", help="Verify induced skills by replay in MiniWoB++."),
     json_output: bool = JSON,
 ) -> None:
     """Learn from a trajectory file. Transactional: a malformed line fails the file and stores nothing."""
@@ -158,7 +158,7 @@ def _recall_hints(st: CliState, screen: Observation, inj: Injection, task: str |
                      "kept per task; give --task with the id of the task it was learned from", soft_wrap=True)
 
 
-@memory_app.command("stats")
+@memory_app.command("stats", cls=Command)
 def stats_cmd(ctx: typer.Context, store: str = STORE, method: str | None = FIND, json_output: bool = JSON) -> None:
     """Item counts by kind and status; without --method, of the store's only memory, else the memories it holds."""
     st = state(ctx, json_output)
@@ -179,13 +179,13 @@ def stats_cmd(ctx: typer.Context, store: str = STORE, method: str | None = FIND,
 
 def _rounds(s: Stats) -> str:
     """Rounds counted from 1, as everywhere: the last committed one, and boundaries the lifecycle passed."""
-    parts = [f"learned through round {s.committed_round + 1}"] if s.committed_round >= 0 else []
-    if s.round is not None:
-        parts.append(f"{plural(s.round, 'round boundary', 'round boundaries')} applied")
+    parts = [f"learned through round {s.committed_round_index + 1}"] if s.committed_round_index >= 0 else []
+    if s.boundaries_applied is not None:
+        parts.append(f"{plural(s.boundaries_applied, 'round boundary', 'round boundaries')} applied")
     return f" ({', '.join(parts)})" if parts else ""
 
 
-@memory_app.command("list")
+@memory_app.command("list", cls=Command)
 def list_cmd(ctx: typer.Context, store: str = STORE, method: str | None = FIND,
              kind: str | None = typer.Option(None, "--kind", help="node, edge, skill, knowledge."),
              status: str | None = typer.Option(None, "--status", help="e.g. admitted, candidate, verified."),
@@ -206,7 +206,7 @@ def list_cmd(ctx: typer.Context, store: str = STORE, method: str | None = FIND,
     _out(st, json_output, [*items], render)
 
 
-@memory_app.command("show")
+@memory_app.command("show", cls=Command)
 def show_cmd(ctx: typer.Context, item: str = typer.Argument(..., help="Item id."), store: str = STORE,
              method: str | None = FIND, json_output: bool = JSON) -> None:
     """One item in full (a skill with its code)."""
@@ -218,7 +218,7 @@ def show_cmd(ctx: typer.Context, item: str = typer.Argument(..., help="Item id."
         (detail.code + "\n" if detail.code else "") + json.dumps(detail.body, indent=2), markup=False))
 
 
-@memory_app.command("history")
+@memory_app.command("history", cls=Command)
 def history_cmd(ctx: typer.Context, item: str = typer.Argument(..., help="Item id."), store: str = STORE,
                 method: str | None = FIND, json_output: bool = JSON) -> None:
     """An item's events with their evidence."""
@@ -229,7 +229,7 @@ def history_cmd(ctx: typer.Context, item: str = typer.Argument(..., help="Item i
         "\n".join(f"{e.seq:>6} {e.type:<10} {json.dumps(e.payload)}" for e in events), markup=False))
 
 
-@memory_app.command("export")
+@memory_app.command("export", cls=Command)
 def export_cmd(ctx: typer.Context, path: Path = typer.Argument(..., help="Output JSONL."), store: str = STORE,
                method: str = METHOD, json_output: bool = JSON) -> None:
     """Every version and event of the memory as JSONL."""
@@ -240,7 +240,7 @@ def export_cmd(ctx: typer.Context, path: Path = typer.Argument(..., help="Output
         f"exported {reply.records} record versions and {reply.events} events to {reply.path}"))
 
 
-@memory_app.command("import")
+@memory_app.command("import", cls=Command)
 def import_cmd(ctx: typer.Context, path: Path = typer.Argument(..., help="An export JSONL."), store: str = STORE,
                method: str = METHOD, json_output: bool = JSON) -> None:
     """Load an export (validated first; one transaction)."""
@@ -259,21 +259,21 @@ def _curate(ctx: typer.Context, item: str, store: str, method: str | None, statu
     _out(st, as_json, summary, lambda: st.console.print(f"{summary.id} is now {summary.status}"))
 
 
-@memory_app.command("admit")
+@memory_app.command("admit", cls=Command)
 def admit_cmd(ctx: typer.Context, item: str = typer.Argument(...), store: str = STORE, method: str | None = FIND,
               reason: str = typer.Option("manual", "--reason"), json_output: bool = JSON) -> None:
     """Admit an item in trial (manual curation, logged)."""
     _curate(ctx, item, store, method, "admitted", reason, json_output)
 
 
-@memory_app.command("retire")
+@memory_app.command("retire", cls=Command)
 def retire_cmd(ctx: typer.Context, item: str = typer.Argument(...), store: str = STORE, method: str | None = FIND,
                reason: str = typer.Option("manual", "--reason"), json_output: bool = JSON) -> None:
     """Retire an admitted item (manual curation, logged)."""
     _curate(ctx, item, store, method, "retired", reason, json_output)
 
 
-@memory_app.command("end-round")
+@memory_app.command("end-round", cls=Command)
 def end_round_cmd(ctx: typer.Context, store: str = STORE, method: str | None = FIND, json_output: bool = JSON) -> None:
     """Apply a round boundary: merges, admissions, rejections."""
     st = state(ctx, json_output)

@@ -28,8 +28,8 @@ def run(
     context: str = typer.Option("react", "--context", help="llm policy context: conact, react, truncate, none."),
     max_steps: int = typer.Option(DEFAULT_MAX_STEPS, "--max-steps", min=1, help="Step budget."),
     out: Path = typer.Option(Path("runs/run"), "--out", "-o", help="Folder for trajectories.jsonl."),
-    screenshots: bool = typer.Option(False, "--screenshots", metavar="", help="Save a PNG per observation."),
-    json_output: bool = typer.Option(False, "--json", metavar="", help="Print the result as JSON."),
+    screenshots: bool = typer.Option(False, "--screenshots", help="Save a PNG per observation."),
+    json_output: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Run one episode and append its trajectory to OUT/trajectories.jsonl."""
     st = state(ctx, json_output)
@@ -95,10 +95,9 @@ def _print_all_suites(st: CliState, as_json: bool) -> None:
 def suites(
     ctx: typer.Context,
     name: str | None = typer.Argument(None, help="A suite to list the (task, seed) pairs of."),
-    tasks: bool = typer.Option(False, "--tasks", metavar="",
-                               help="List task names: of NAME's suite, or every MiniWoB++ task "
+    tasks: bool = typer.Option(False, "--tasks", help="List task names: of NAME's suite, or every MiniWoB++ task "
                                "the installed package has."),
-    json_output: bool = typer.Option(False, "--json", metavar="", help="Print as JSON."),
+    json_output: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """List the shipped suites, one suite's tasks, or every available MiniWoB++ task."""
     st = state(ctx, json_output)

@@ -59,8 +59,7 @@ def serve(
                                          help="Export/import paths must lie here (default: GUIMEM_DATA_DIR)."),
     run: Path | None = typer.Option(None, "--run", help="An eval run directory whose injections the page shows."),
     max_body_mb: float = typer.Option(5.0, "--max-body-mb", help="Largest accepted request body."),
-    insecure: bool = typer.Option(False, "--insecure", metavar="",
-                                  help="Serve a non-loopback address without an API key "
+    insecure: bool = typer.Option(False, "--insecure", help="Serve a non-loopback address without an API key "
                                   "(anyone who can reach it can change memory)."),
 ) -> None:
     """Serve one memory: HTTP API + inspector (``--http 127.0.0.1:8765``) or MCP (``--mcp stdio``)."""

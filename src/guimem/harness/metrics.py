@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir, judged, unresolved_infra
 
@@ -18,10 +18,16 @@ BOOTSTRAP_SAMPLES = 2000
 BOOTSTRAP_SEED = 0
 
 
-class RoundStats(BaseModel):
-    """One method, one round."""
+SUMMARY_VERSION = 2
+"""Version 2 writes each round's 0-based index as ``round_index`` (version 1, without ``version``: ``round``)."""
 
-    round: int
+
+class RoundStats(BaseModel):
+    """One method, one round (``round``: its 0-based index, written as ``round_index``)."""
+
+    model_config = ConfigDict(serialize_by_alias=True)
+
+    round: int = Field(validation_alias=AliasChoices("round_index", "round"), serialization_alias="round_index")
     success_rate: float
     episodes: int
     injected_tokens: int
@@ -110,8 +116,9 @@ class MethodSummary(BaseModel):
 
 
 class Summary(BaseModel):
-    """``summary.json``."""
+    """``summary.json`` (format version 2; a version 1 summary still reads)."""
 
+    version: int = SUMMARY_VERSION
     run: dict[str, object]
     methods: dict[str, MethodSummary]
     complete: bool

@@ -161,7 +161,7 @@ def _episode_sections(views: list[EpisodeView]) -> str:
         table = _table(["step", "action", "injection"], [], "steps").replace(
             "<tbody></tbody>", f"<tbody>{''.join(steps)}</tbody>") if steps else '<p class="muted">no trace</p>'
         error = f'<p class="err">{e(v.error)}</p>' if v.error else ""
-        out.append(f'<section class="episode" id="{v.anchor}"><h3>{e(v.method)} · {e(v.task)} seed {v.seed} · '
+        out.append(f'<section class="episode" id="{v.anchor}"><h3>{breakable(v.method)} · {e(v.task)} seed {v.seed} · '
                    f'round {v.round + 1}: {verdict} <a href="#matrix" class="muted">(back to the matrix)</a></h3>'
                    f'{error}{table}</section>')
     return f'<div class="episodes">{"".join(out)}</div>'
@@ -175,7 +175,7 @@ def _learned_section(learned: dict[str, Learned], colours: dict[str, str], summa
         rounds = summary.methods[method].rounds if method in summary.methods else []
         counts = learned_line(mem, rounds[-1].memory if rounds else {})
         own = f' <span class="muted">(its name: {e(mem.name)})</span>' if mem.name and mem.name != method else ""
-        parts.append(f"<h3>{_swatch(method, colours)}{e(method)}{own}"
+        parts.append(f"<h3>{_swatch(method, colours)}{breakable(method)}{own}"
                      f'</h3><p class="muted">{e(counts)}</p>')
         if mem.items:
             rows = [[e(i.status) + (" <b>by hand</b>" if i.manual else ""), e(i.kind), e(i.text), str(i.trials),
@@ -195,13 +195,16 @@ def _learned_section(learned: dict[str, Learned], colours: dict[str, str], summa
 
 CSS = """
 :root{font-family:system-ui,sans-serif;color:#1f2328}body{margin:1.5em auto;max-width:1280px;padding:0 1em}
-h1{margin-bottom:.2em}h2{margin-top:1.6em;border-bottom:1px solid #d0d7de;padding-bottom:.2em}
+h1{margin-bottom:.2em}h1,h2,h3{overflow-wrap:anywhere}
+h2{margin-top:1.6em;border-bottom:1px solid #d0d7de;padding-bottom:.2em}
 table{border-collapse:collapse;margin:.8em 0;font-size:12.5px}td,th{border:1px solid #d0d7de;padding:3px 5px;
 text-align:right;vertical-align:top}td:first-child,th:first-child{text-align:left}
 table.main td{white-space:nowrap}table.main th{white-space:normal}.scroll{overflow-x:auto}
 table.main td:first-child,table.matrix thead th{white-space:normal;overflow-wrap:anywhere;min-width:8em;
 max-width:13em}
 .chart{width:100%;max-width:720px;height:auto;display:block;margin:.5em 0}
+@media (max-width:600px){.charts .chart{min-width:540px}}
+table.sizes td:first-child{min-width:8em;max-width:13em}
 .multiples{display:grid;grid-template-columns:repeat(auto-fill,minmax(230px,1fr));gap:.5em;max-width:1180px}
 .multiples .chart{max-width:260px}.t{font:bold 13px system-ui,sans-serif}.s{font:11px system-ui,sans-serif}
 .grid{stroke:#eaeef2;stroke-width:1}.muted{color:#6e7781}.err{color:#cf222e}
@@ -244,7 +247,7 @@ def render(spec: EvalSpec, summary: Summary, data: ReportData | None = None) -> 
         kpis.append(("model calls", f"{model_calls:,}"))
     kpi = "".join(f"<div><b>{e(v)}</b>{e(k)}</div>" for k, v in kpis)
     status = "complete" if summary.complete else "INCOMPLETE (resume with the same command)"
-    memory_rows = [[e(n), *([e(", ".join(f"{k} {v}" for k, v in sorted(r.memory.items()))) for r in m.rounds]
+    memory_rows = [[breakable(n), *([e(", ".join(f"{k} {v}" for k, v in sorted(r.memory.items()))) for r in m.rounds]
                             if n != "none" else ['<span class="muted">keeps no memory</span>'] * len(m.rounds))]
                    for n, m in summary.methods.items()]
     title = f"guimem report: {e(spec.suite.name)}"
@@ -264,14 +267,14 @@ run {status}; generated {time.strftime("%Y-%m-%d %H:%M:%S")}.</p>
 over tasks ({len(spec.suite.task_names())} clusters), Δ paired against <code>none</code>. Failed by action errors:
 failed episodes with an action that could not be performed (counted as failures, as the agent's); infrastructure
 failures are not counted.</p>
-{svg_pass_curves(summary, colours, bands=False)}
+<div class="scroll charts">{svg_pass_curves(summary, colours, bands=False)}</div>
 <h3>Each method against none (95 % CI bands)</h3>{svg_small_multiples(summary, colours)}
 {_matrix(spec, summary, colours, data.episodes)}
 {transfer_section(data.episodes)}
 <h2>Cost</h2>
-{svg_bars("Injected tokens, all rounds", tokens, colours)}
+<div class="scroll charts">{svg_bars("Injected tokens, all rounds", tokens, colours)}
 {svg_latency(summary, colours)}
-{svg_memory_size(summary, colours)}
+{svg_memory_size(summary, colours)}</div>
 <h2>Memory size by status</h2><div class="scroll">{_table(
     ["method", *[f"after round {k + 1}" for k in range(spec.rounds)]], memory_rows, "sizes")}</div>
 {_model_section(summary)}

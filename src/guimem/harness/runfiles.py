@@ -18,7 +18,7 @@ import uuid
 from importlib import metadata
 from pathlib import Path
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from guimem.errors import ConfigError, DataError, TrajectoryFormatError
 from guimem.memory.names import namespace_of
@@ -82,11 +82,21 @@ class EvalSpec(BaseModel):
         return f"run-{self.run_id}/{name}" if self.store else name
 
 
-class EpisodeResult(BaseModel):
-    """One line of ``results.jsonl``."""
+RESULTS_VERSION = 2
+"""Version 2 writes a line's round as ``round_index``; version 1 (lines without ``version``) wrote ``round``."""
 
+
+class EpisodeResult(BaseModel):
+    """One line of ``results.jsonl`` (format version 2; a version 1 line still reads, so an old run resumes).
+
+    ``round`` is the round's 0-based index, written as ``round_index``.
+    """
+
+    model_config = ConfigDict(serialize_by_alias=True)
+
+    version: int = RESULTS_VERSION
     method: str
-    round: int
+    round: int = Field(validation_alias=AliasChoices("round_index", "round"), serialization_alias="round_index")
     task: str
     seed: int
     success: bool

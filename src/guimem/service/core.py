@@ -283,7 +283,8 @@ class MemoryService:
         rnd = self.store.meta_get(f"{self.namespace}.round")
         quarantined = self.queue.count(EntryStatus.QUARANTINED)
         return Stats(method=self.memory.name, namespace=self.namespace, items=items, events=raw.events,
-                     round=int(rnd) if rnd is not None else None, committed_round=self.memory.committed_round(),
+                     boundaries_applied=int(rnd) if rnd is not None else None,
+                     committed_round_index=self.memory.committed_round(),
                      queued=self.queue.count(EntryStatus.QUEUED), quarantined=quarantined,
                      quarantine=self.queue.quarantine() if quarantined else [])
 
@@ -366,7 +367,8 @@ class MemoryService:
     def _header(self) -> ExportHeader:
         rnd = self.store.meta_get(f"{self.namespace}.round")
         return ExportHeader(type="header", version=EXPORT_VERSION, method=self.memory.name, namespace=self.namespace,
-                            embedder=self._embedder.name, round=int(rnd) if rnd is not None else None)
+                            embedder=self._embedder.name,
+                            boundaries_applied=int(rnd) if rnd is not None else None)
 
     def _shown(self, path: Path) -> str:
         """A path as replies show it: relative to the data directory when there is one (never the absolute one)."""

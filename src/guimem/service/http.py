@@ -44,6 +44,7 @@ from guimem.service.models import (
     LearnReply,
     RecallReply,
     RecallRequest,
+    RunTraces,
     Stats,
     TransferReply,
 )
@@ -54,7 +55,8 @@ from guimem.types import Trajectory
 STATUS = {NotFoundError: 404, LifecycleError: 409, ConflictError: 409, FileConflictError: 409, DataError: 422,
           UnknownBackendError: 400, ConfigError: 400}
 ITEM_ID = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$"
-METHOD_NAME = r"^[a-z][a-z_]{0,39}$"
+# A method as a run folder names its traces: a registered name, or a user's import path (pkg.mod:Class).
+METHOD_NAME = r"^[A-Za-z_][A-Za-z0-9_]{0,63}(\.[A-Za-z_][A-Za-z0-9_]{0,63}){0,7}(:[A-Za-z_][A-Za-z0-9_]{0,63})?$"
 # A file inside the data directory: relative segments that never start with a dot, ending in .jsonl.
 DATA_FILE = r"^([A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}/){0,4}[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}\.jsonl$"
 
@@ -288,7 +290,7 @@ def _inspector_routes(app: FastAPI, service: MemoryService, run_dir: FilePath | 
         return graph_view(service)
 
     @app.get("/v1/runs", responses=READ, dependencies=secured)
-    def runs() -> list[dict[str, object]]:
+    def runs() -> list[RunTraces]:
         return runs_view(run_dir)
 
     @app.get("/v1/runs/{method}/{round_index}", responses={**READ, **_documented(404)}, dependencies=secured)

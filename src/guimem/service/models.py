@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from guimem.types import Injection, Observation
 
@@ -89,24 +89,51 @@ class QuarantinedEpisode(BaseModel):
     reason: str
 
 
-class Stats(BaseModel):
-    """Counts of a memory.
+STATS_VERSION = 2
+"""Version 2 named its round fields by their base (version 1: ``round`` a count, ``committed_round`` an index)."""
 
-    ``round``: round boundaries the admission lifecycle has passed (steer, stack; None for others).
-    ``committed_round``: the last round boundary committed (0-based; -1 for none).
+
+class Stats(BaseModel):
+    """Counts of a memory (format version 2; a version 1 reply still reads).
+
+    ``committed_round_index``: the 0-based index of the last round boundary committed (-1 for none).
+    ``boundaries_applied``: a count, the round boundaries the admission lifecycle has passed (steer, stack; None
+    for others).
     ``queued``: episodes learned and waiting in the store for the next round boundary.
     ``quarantined``: queued episodes a boundary could not learn (``quarantine``: the latest 100, with why).
     """
 
+    version: int = STATS_VERSION
     method: str
     namespace: str
     items: dict[str, int]
     events: int
-    round: int | None = None
-    committed_round: int = -1
+    boundaries_applied: int | None = None
+    committed_round_index: int = -1
     queued: int = 0
     quarantined: int = 0
     quarantine: list[QuarantinedEpisode] = []
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_version_1(cls, data: object) -> object:
+        """A version 1 reply (no ``version``, or 1): ``round`` was the count, ``committed_round`` the index."""
+        if isinstance(data, dict) and data.get("version", 1) == 1:
+            old = dict(data)
+            if "round" in old:
+                old["boundaries_applied"] = old.pop("round")
+            if "committed_round" in old:
+                old["committed_round_index"] = old.pop("committed_round")
+            return {**old, "version": STATS_VERSION}
+        return data
+
+
+class RunTraces(BaseModel):
+    """A method with traces in the served run (``GET /v1/runs``), and the 0-based indexes of its traced rounds
+    (the page shows them counted from 1)."""
+
+    method: str
+    round_indexes: list[int]
 
 
 class TransferReply(BaseModel):

@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from guimem.errors import ConfigError, DataError, FileConflictError, NotFoundError
 from guimem.memory.hostile import screen_item
@@ -25,7 +25,10 @@ from guimem.storage.base import EventDraft
 from guimem.types import ItemKind
 from guimem.types.files import read_regular
 
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2
+"""Version 2 names the header's count of round boundaries ``boundaries_applied`` (version 1: ``round``); a
+version 1 export still imports."""
+READABLE_EXPORT_VERSIONS = (1, EXPORT_VERSION)
 EXPORTS = "exports"
 SUFFIX = ".jsonl"
 MAX_EXPORT_BYTES = 2_000_000_000
@@ -142,7 +145,7 @@ def write_import(store: Store, namespace: str, source: Path, header: ExportHeade
             continue
         store.append_event(EventDraft(e.event, e.item_id, namespace, json.dumps(payload)))
         logged += 1
-    _import_round(store, namespace, header.round)
+    _import_round(store, namespace, header.boundaries_applied)
     return written, logged
 
 
@@ -274,7 +277,18 @@ class ExportHeader(BaseModel):
     embedder: str
     method: str = ""
     namespace: str = ""
-    round: int | None = None
+    boundaries_applied: int | None = None
+    """A count: the round boundaries the exported memory's admission lifecycle had passed."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_version_1(cls, data: object) -> object:
+        """A version 1 header named that count ``round``."""
+        if isinstance(data, dict) and data.get("version") == 1 and "round" in data:
+            old = dict(data)
+            old["boundaries_applied"] = old.pop("round")
+            return old
+        return data
 
 
 ExportLine = Annotated[ExportHeader | ExportRecord | ExportEvent, Field(discriminator="type")]
@@ -289,7 +303,7 @@ def _read_text(path: Path) -> str:
 
 
 def _check_header(header: ExportHeader, expected: ExportHeader, path: Path, line: int) -> None:
-    if header.version != EXPORT_VERSION:
+    if header.version not in READABLE_EXPORT_VERSIONS:
         raise DataError(f"export version {header.version} is not supported", path=path.name, line=line,
                         field="version")
     if header.embedder != expected.embedder:

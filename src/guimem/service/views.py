@@ -13,6 +13,7 @@ from pathlib import Path
 from guimem.errors import NotFoundError, TrajectoryFormatError
 from guimem.memory.graph import EdgeBody, NodeBody
 from guimem.service.core import MemoryService
+from guimem.service.models import RunTraces
 from guimem.types import ItemKind, Trajectory, parse_trajectory_line
 
 log = logging.getLogger(__name__)
@@ -64,12 +65,12 @@ def graph_view(service: MemoryService) -> dict[str, list[dict[str, object]]]:
     return {"nodes": nodes, "edges": edges}
 
 
-def runs_view(run_dir: Path | None) -> list[dict[str, object]]:
-    """Methods with traces in the served run, and their rounds (0-based in the API; the page shows 1-based)."""
+def runs_view(run_dir: Path | None) -> list[RunTraces]:
+    """Methods with traces in the served run, and the 0-based indexes of their rounds (the page shows 1-based)."""
     if run_dir is None or not (run_dir / "traces").exists():
         return []
-    return [{"method": m.name, "rounds": sorted(int(found.group(1)) for p in m.glob("round-*.jsonl")
-                                                if (found := _ROUND.fullmatch(p.name)))}
+    return [RunTraces(method=m.name, round_indexes=sorted(int(found.group(1)) for p in m.glob("round-*.jsonl")
+                                                           if (found := _ROUND.fullmatch(p.name))))
             for m in sorted((run_dir / "traces").iterdir()) if m.is_dir()]
 
 

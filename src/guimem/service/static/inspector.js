@@ -29,6 +29,8 @@ function h(tag, attrs, ...children) {
 }
 const num = (v, digits) => Number.isFinite(Number(v)) ? Number(v).toFixed(digits) : '?';
 const int = v => Number.isInteger(Number(v)) ? String(Number(v)) : '?';
+// '1 step', '2 steps': a count and its noun, plural unless 1 (as the CLI and the report say it)
+const count = (n, noun) => `${int(n)} ${Number(n) === 1 ? noun : noun + 's'}`;
 const signed = v => Number.isFinite(Number(v)) ? (Number(v) >= 0 ? '+' : '') + Number(v).toFixed(2) : '?';
 
 // Shorten at a word boundary, never inside a word (unless one word is longer than the limit).
@@ -315,7 +317,7 @@ async function episodes() {
   const [method, round] = document.getElementById('run').value.split('/');
   const eps = await get(`/v1/runs/${encodeURIComponent(method)}/${encodeURIComponent(round)}`);
   fill('episodes', eps.map(e => h('details', {},
-    h('summary', {}, `${e.task} seed ${int(e.seed)}: ${e.success ? 'success' : 'failure'} (${e.steps.length} steps)`),
+    h('summary', {}, `${e.task} seed ${int(e.seed)}: ${e.success ? 'success' : 'failure'} (${count(e.steps.length, 'step')})`),
     h('table', {}, h('tr', {}, ['step', 'screen and action', 'injection (exact)', 'tokens'].map(t => h('th', {}, t))),
       e.steps.map(s => stepRow(method, round, e, s))))));
 }
@@ -333,10 +335,11 @@ function emptyStates() {
 async function load() {
   try {
     const stats = await get('/v1/stats');
-    const rnd = Number.isInteger(stats.committed_round) && stats.committed_round >= 0
-      ? `; learned through round ${stats.committed_round + 1}` : '';
+    const last = stats.committed_round_index;
+    const rnd = Number.isInteger(last) && last >= 0 ? `; learned through round ${last + 1}` : '';
     document.getElementById('summary').textContent = `memory ${stats.method} (namespace ${stats.namespace}): ` +
-      Object.entries(stats.items).map(([k, v]) => `${k} ${int(v)}`).join(', ') + `; ${int(stats.events)} events${rnd}`;
+      (Object.entries(stats.items).map(([k, v]) => `${k} ${int(v)}`).join(', ') || 'no items') +
+      `; ${count(stats.events, 'event')}${rnd}`;
     fill('quarantine', (stats.quarantine || []).map(q => h('li', {},
       `episode ${q.episode || q.id} set aside, not learned: ${q.reason}`)));
     drawGraph(await get('/v1/graph'));
@@ -344,7 +347,7 @@ async function load() {
     await drawSkills(items);
     await drawKnowledge(items);
     const runs = await get('/v1/runs');
-    document.getElementById('run').replaceChildren(...runs.flatMap(r => r.rounds.map(k =>
+    document.getElementById('run').replaceChildren(...runs.flatMap(r => r.round_indexes.map(k =>
       h('option', {value: `${r.method}/${k}`}, `${r.method} · round ${Number(k) + 1}`))));
     if (runs.length) document.getElementById('episodes').textContent = 'choose a method and round';
     emptyStates();
