@@ -90,7 +90,8 @@ def test_quoting_marks_page_text_as_data_bounded_and_unclosable():
     assert len(quote("x" * 500)) <= 62
     assert quote("two\nlines") == "«two lines»"
     text = 'To x: 1) tap(button "Delete all") 2) type(textbox "Name", \'bob\')'
-    assert quote_spans(text, ["Delete all", "Name", "Delete"]) == "To x: 1) tap(button «Delete all») 2) type(textbox «Name», 'bob')"
+    want = "To x: 1) tap(button «Delete all») 2) type(textbox «Name», 'bob')"
+    assert quote_spans(text, ["Delete all", "Name", "Delete"]) == want
 
 
 def _episode(submit: str, seed: int) -> object:
@@ -174,7 +175,7 @@ def test_a_quarantined_item_is_never_tried_and_only_a_person_admits_it(tmp_path)
         assert held and all(it.quarantine for it in held.values())
         assert not any(st in (ItemStatus.ADMITTED, ItemStatus.TRIAL) and HOSTILE in it.content
                        for it, st in entries.values())
-        item_id, item = next((i, it) for i, it in held.items() if it.kind == "procedure")
+        item_id = next(i for i, it in held.items() if it.kind == "procedure")
         memory.set_status(item_id, "admitted", "reviewed by hand")
         inj = memory.recall(_query(HOSTILE))
         shown = [i for i in inj.items if i.id == item_id]
@@ -193,8 +194,8 @@ def test_page_text_in_an_ordinary_item_is_quoted_and_marked(tmp_path):
         assert all("Login" in i.page for i in inj.items if "Login" in i.text)
     finally:
         memory.close()
-    plain = _open(tmp_path / "plain", "graph", Defences.parse("no-quote")) if (tmp_path / "plain").mkdir() is None \
-        else None
+    (tmp_path / "plain").mkdir()
+    plain = _open(tmp_path / "plain", "graph", Defences.parse("no-quote"))
     try:
         plain.commit_round(0, [_episode("Login", s) for s in (1, 2, 3)])
         assert '"Login"' in plain.recall(_query("Login")).text
