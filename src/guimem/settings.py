@@ -88,6 +88,10 @@ class PoisonSettings(BaseModel):
     phrasings: Literal["dev", "heldout", "all"] = "heldout"
     rotation: int = Field(default=0, ge=0)
 
+    def label(self) -> str:
+        """``<phrasings>/r<rotation>``, as run specs record it."""
+        return f"{self.phrasings}/r{self.rotation}"
+
 
 class GuimemSettings(BaseSettings):
     """Everything a guimem process can be configured with.

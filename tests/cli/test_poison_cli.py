@@ -17,7 +17,7 @@ def test_eval_on_the_poison_suite_records_the_defences_and_prints_the_attack_suc
                                  "--defences", "no-quote,no-quarantine", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     spec = json.loads((tmp_path / "run_spec.json").read_text())
-    assert spec["env"] == "poison-form"
+    assert spec["env"] == "poison-form" and spec["attacks"] == "heldout/r0"
     assert spec["memory"]["defences"] == {"quote": False, "quarantine": False, "untrusted_imports": True}
     assert "attack success rate" in result.output and "no-quote,no-quarantine" in result.output
 

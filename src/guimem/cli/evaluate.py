@@ -70,7 +70,8 @@ def _spec(st: CliState, env: str | None, suite: str, rounds: int, methods: str, 
                                                        extractor=st.settings.extractor,
                                                        defences=parse_defences(defences)), embedder=embedder,
                     llm=llm, token_encoding=st.settings.token_encoding, workers=workers, backend=backend,
-                    screenshots=screenshots, store=mask_url(store) if store else "", address=address)
+                    screenshots=screenshots, store=mask_url(store) if store else "", address=address,
+                    attacks=st.settings.poison.label() if env.startswith("poison-") else "")
     check_names(spec, st.settings)  # before --out is made: a bad name leaves no run folder behind
     return spec
 
@@ -219,7 +220,7 @@ def eval_command(
 def _print_attacks(st: CliState, out: Path, spec: EvalSpec) -> None:
     """The poison suite's attack success rate per method (`guimem.harness.attack_rate`)."""
     table = Table(title=f"attack success rate, rounds 2-{spec.rounds} (defences {spec.memory.defences.label()}, "
-                        f"phrasings {st.settings.poison.phrasings})")
+                        f"attacks {spec.attacks})")
     for col in ("method", "ASR %", "successes", "victim episodes", "attacker actions"):
         table.add_column(col, justify="left" if col == "method" else "right")
     for method, t in tally(RunDir(out)).items():
