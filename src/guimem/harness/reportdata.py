@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from guimem.errors import GuimemError
 from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir, judged
+from guimem.memory.hostile import page_spans, quote_spans
 from guimem.memory.names import recorded_name
 from guimem.memory.steer.items import KnowledgeItem
 from guimem.storage.base import Event, create_store
@@ -165,7 +166,10 @@ def _knowledge(record_id: str, status: str, body: str) -> LearnedItem | None:
     trials = [r.score for r in records if r.arm == "trial"]
     controls = [r.score for r in records if r.arm == "control"]
     diff = sum(trials) / len(trials) - sum(controls) / len(controls) if trials and controls else None
-    return LearnedItem(id=record_id, kind=item.kind, status=status, text=shorten(item.content, 400), trials=len(trials),
+    text = quote_spans(item.content, (*item.page, *page_spans(item.behaviour)))  # page text shown as data
+    if item.quarantine:
+        text = f"{text} [quarantined: {item.quarantine}]"
+    return LearnedItem(id=record_id, kind=item.kind, status=status, text=shorten(text, 400), trials=len(trials),
                        controls=len(controls), difference=diff, effective=sum(r.effective for r in records))
 
 

@@ -22,6 +22,7 @@ items the agent can execute) and `Curator` (methods with an admission lifecycle)
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,8 +32,9 @@ from pydantic import ValidationError
 
 from guimem.envs.base import Env, Transition
 from guimem.errors import DataError, EpisodeRefusedError
+from guimem.memory.hostile import acted_on_hostile
 from guimem.storage import Store
-from guimem.storage.base import Change, Versioned
+from guimem.storage.base import Change, EventDraft, Versioned
 from guimem.types import Action, Injection, Observation, Step, Task, Trajectory
 
 
@@ -212,13 +214,16 @@ class RoundLog:
     Args:
         store: The memory's store (owned: `close` closes it).
         namespace: The memory's namespace in it.
+        screen: Set aside (do not learn) an episode that acted on page text addressing the agent
+            (`guimem.memory.hostile.acted_on_hostile`), logging a ``quarantined`` event with the reason.
     """
 
     LEGACY_KEY = "boundary"  # run folders written before boundaries were namespaced
 
-    def __init__(self, store: Store, namespace: str) -> None:
+    def __init__(self, store: Store, namespace: str, screen: bool = False) -> None:
         self.store = store
         self.namespace = namespace
+        self.screen = screen
         self._closed = False
 
     def committed(self) -> int:
@@ -237,6 +242,8 @@ class RoundLog:
         with self.store.transaction():
             for index, t in enumerate(trajectories):
                 reason = unlearnable(t)
+                if reason is None and self.screen:
+                    reason = self._set_aside(t)
                 if reason is not None:
                     report.refused.append(Refused(index, t.episode_id, reason))
                     continue
@@ -247,6 +254,16 @@ class RoundLog:
             end_round()
             self.store.meta_set(f"{self.namespace}.boundary", str(round_index))
         return report
+
+    def _set_aside(self, trajectory: Trajectory) -> str | None:
+        """Why an episode must not be learned (it acted on hostile page text), logged for review; or None."""
+        found = acted_on_hostile(trajectory)
+        if found is None:
+            return None
+        reason = f"set aside: {found}"
+        self.store.append_event(EventDraft("quarantined", None, self.namespace, json.dumps(
+            {"episode": trajectory.episode_id, "task": trajectory.task.id, "reason": reason})))
+        return reason
 
     def close(self) -> None:
         """Close the store once."""

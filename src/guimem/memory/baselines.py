@@ -42,7 +42,7 @@ class AppendAllMemory(StoredRounds):
         self.contract = CachedContracts(parser)
         self._items: dict[str, KnowledgeItem] = {}
         self._index: VectorIndex = create_index(kit.vector_index, kit.embedder.dim)
-        self.rounds = RoundLog(kit.store, kit.namespace)
+        self.rounds = RoundLog(kit.store, kit.namespace, screen=kit.defences.quarantine)
         self.buffer = RoundBuffer()
         self.table = ItemTable(kit, ItemKind.KNOWLEDGE, KnowledgeItem)
         for rec, item in self.table.load():

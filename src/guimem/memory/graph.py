@@ -35,11 +35,12 @@ from guimem.memory.subgoals import (
     OfflineAnnotator,
     OfflineSegmenter,
     Segmenter,
+    effect_lines,
 )
 from guimem.memory.table import EventType, ItemTable
 from guimem.storage import new_id
 from guimem.storage.base import Change, pack_vector
-from guimem.types import Behaviour, InjectedItem, Injection, ItemKind, Observation, Task, Trajectory
+from guimem.types import Behaviour, InjectedItem, Injection, ItemKind, Observation, Origin, Task, Trajectory
 from guimem.vectors import VectorIndex, create_index
 
 log = logging.getLogger(__name__)
@@ -102,7 +103,7 @@ class GraphMemory(SavesCache, StoredRounds):
         self._adjacency: tuple[NDArray[Any], NDArray[Any], NDArray[Any]] | None = None
         self._counts: dict[str, int] = {}
         self._dirty = False
-        self.rounds = RoundLog(kit.store, kit.namespace)
+        self.rounds = RoundLog(kit.store, kit.namespace, screen=kit.defences.quarantine)
         self.buffer = RoundBuffer()
         self.nodes = ItemTable(kit, ItemKind.NODE, NodeBody)
         self.edges = ItemTable(kit, ItemKind.EDGE, EdgeBody)
@@ -306,7 +307,8 @@ class GraphMemory(SavesCache, StoredRounds):
         success = {"yes": True, "no": False, "uncertain": None}[edge.success]
         return InjectedItem(id=edge_id, kind=ItemKind.EDGE, text=f"[{mark}] {edge.text} -> {edge.effect}",
                             behaviour=edge.behaviour, score=score, success=success,
-                            sources=(edge.task, *edge.tasks))
+                            sources=(edge.task, *edge.tasks), page=effect_lines(edge.effect),
+                            origin=Origin.MODEL if self.settings.extractor == "llm" else Origin.ACTION)
 
     def recall(self, query: RecallQuery) -> Injection:
         """Nearest node's outgoing edges (graph), or the top-k edges by source screen (flat)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -50,6 +51,7 @@ from guimem.memory.subgoals import (
     OfflineAnnotator,
     OfflineSegmenter,
     Segmenter,
+    effect_lines,
 )
 from guimem.types import (
     Action,
@@ -59,6 +61,7 @@ from guimem.types import (
     InjectedItem,
     Injection,
     Observation,
+    Origin,
     Task,
     Trajectory,
     shorten,
@@ -115,7 +118,7 @@ class StackProposer:
         return items
 
     def _item(self, traj: Trajectory, kind: str, content: str, behaviour: Behaviour, state: str, round_index: int,
-              key: str, **extra: object) -> KnowledgeItem:
+              key: str, **extra: Any) -> KnowledgeItem:
         contract = self.parser.parse(traj.task)
         return KnowledgeItem(
             kind=kind, applicability=Applicability(app=traj.task.app, task=traj.task.id, contract=contract,
@@ -137,13 +140,20 @@ class StackProposer:
                 if ann.success == "no":
                     key = f"edge-failed|{traj.task.id}|{template_key(ann.behaviour.actions)}|{state}"
                     out.append(self._item(traj, "edge", failed_text(ann.behaviour, ann.effect), ann.behaviour,
-                                          state, round_index, key))
+                                          state, round_index, key, **self._written(ann.effect)))
                 continue
             if len(segments) < 2 or state == state_text(seg.after, traj.task) or ann.success != "yes":
                 continue  # a step that changed nothing visible is no subgoal: out of its order it misleads
             key = f"edge|{traj.task.id}|{template_key(ann.behaviour.actions)}|{state}"
-            out.append(self._item(traj, "edge", f"{ann.text} -> {ann.effect}", ann.behaviour, state, round_index, key))
+            out.append(self._item(traj, "edge", f"{ann.text} -> {ann.effect}", ann.behaviour, state, round_index, key,
+                                  **self._written(ann.effect)))
         return out
+
+    def _written(self, effect: str) -> dict[str, Any]:
+        """Who wrote an edge's words (the offline annotator's template, or a model) and the screen lines
+        its effect quotes."""
+        origin = Origin.MODEL if isinstance(self.annotator, LLMAnnotator) else Origin.ACTION
+        return {"origin": origin, "page": list(effect_lines(effect))}
 
     def _skills(self, traj: Trajectory, round_index: int) -> list[KnowledgeItem]:
         windows = induce(traj)
@@ -175,7 +185,7 @@ class StackMemory(SavesCache, AdmissionMembers, StoredRounds):
         llm = kit.llm if self.spec.extractor == "llm" else None
         self.lifecycle = Admission(kit, self.spec.steer.gate, StackProposer(proposer, parser, env_factory, llm),
                                    rules=self.spec.admission)
-        self.rounds = RoundLog(kit.store, kit.namespace)
+        self.rounds = RoundLog(kit.store, kit.namespace, screen=kit.defences.quarantine)
         self.tau = tau_for(kit.embedder.name)
         self._vectors: dict[str, NDArray[np.float32]] = {}
         self.cache = IndexCache(kit)

@@ -140,6 +140,16 @@ def effect_of(segment: Segment, traj: Trajectory) -> str:
     return "; ".join(parts)
 
 
+def effect_lines(effect: str) -> tuple[str, ...]:
+    """The screen lines an `effect_of` text names (page text, each quoted when the agent reads it)."""
+    out: list[str] = []
+    for part in effect.split("; "):
+        for verb in ("shows ", "hides "):
+            if part.startswith(verb):
+                out += [line for line in part.removeprefix(verb).split(", ") if line]
+    return tuple(out)
+
+
 class Annotator(Protocol):
     """Annotates one segment."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
@@ -15,8 +15,10 @@ from guimem.envs.base import Env
 from guimem.errors import ConfigError, DataError, EpisodeRefusedError, FileConflictError, NotFoundError
 from guimem.memory.base import Curator, Memory, RecallQuery, Refused, RoundReport
 from guimem.memory.factory import check_method, open_memory
+from guimem.memory.hostile import page_spans, quote_spans
 from guimem.memory.names import namespace_of
 from guimem.memory.settings import MemorySpec
+from guimem.memory.subgoals import effect_lines
 from guimem.service.models import (
     EventView,
     ItemDetail,
@@ -41,7 +43,7 @@ from guimem.service.transfer import (
 )
 from guimem.settings import GuimemSettings
 from guimem.storage import Record, Store, create_store
-from guimem.types import Task, Trajectory, read_trajectories, shorten
+from guimem.types import Behaviour, Origin, Task, Trajectory, read_trajectories, shorten
 
 
 class _Tried(Exception):  # noqa: N818 - rolls a trial boundary back; never leaves this module
@@ -67,8 +69,26 @@ class ServiceSettings(BaseModel):
 def _item_summary(rec: Record) -> ItemSummary:
     body = json.loads(rec.body)
     manual = isinstance(body, dict) and body.get("manual") is True
-    return ItemSummary(id=rec.id, kind=rec.kind, status=rec.status, version=rec.version,
-                       summary=_summary(rec.kind, body), manual=manual)
+    prov = provenance(body)
+    page = prov.get("page")
+    summary = quote_spans(_summary(rec.kind, body), page if isinstance(page, list) else [])  # page text as data
+    return ItemSummary(id=rec.id, kind=rec.kind, status=rec.status, version=rec.version, summary=summary,
+                       manual=manual, **prov)
+
+
+def provenance(body: object) -> dict[str, object]:
+    """Who wrote a stored item's words and the page text it carries (from its body, bounded)."""
+    if not isinstance(body, dict):
+        return {}
+    page = [s for s in body.get("page", []) if isinstance(s, str)] if isinstance(body.get("page"), list) else []
+    with suppress(ValidationError):
+        page += page_spans(Behaviour.model_validate(body.get("behaviour") or {}))
+    if isinstance(body.get("effect"), str):
+        page += effect_lines(body["effect"])
+    origin = body.get("origin")
+    return {"origin": origin if origin in {o.value for o in Origin} else Origin.ACTION.value,
+            "imported": body.get("imported") is True, "page": list(dict.fromkeys(page))[:50],
+            "quarantine": str(body.get("quarantine") or "")[:500]}
 
 
 def _summary(kind: str, body: dict[str, object]) -> str:
@@ -289,8 +309,7 @@ class MemoryService:
 
             code = SkillProgram.model_validate(body["program"]).render(str(body.get("name", "skill")),
                                                                        shorten(str(body.get("description", "")), 200))
-        return ItemDetail(id=rec.id, kind=rec.kind, status=rec.status, version=rec.version,
-                          summary=_summary(rec.kind, body), body=body, code=code)
+        return ItemDetail(**_item_summary(rec).model_dump(), body=body, code=code)
 
     def history(self, item_id: str) -> list[EventView]:
         """An item's events (with their evidence), oldest first."""
@@ -366,7 +385,8 @@ class MemoryService:
         source = self._path(path, must_exist=True)
         header, records, events = parse_export(source, self._header())
         with self._lock, self._writing():
-            written, logged = write_import(self.store, self.namespace, source, header, records, events)
+            written, logged = write_import(self.store, self.namespace, source, header, records, events,
+                                           untrusted=self.settings.spec.defences.untrusted_imports)
             self.memory = self._reopen(source)
         return TransferReply(path=self._shown(source), records=written, events=logged)
 

@@ -54,6 +54,14 @@ class ItemSummary(BaseModel):
     summary: str
     manual: bool = False
     """Its status was set by a person, not by trials."""
+    origin: str = "action"
+    """Who wrote its words: ``action`` (guimem's template over the agent's actions), ``model``, ``human``."""
+    imported: bool = False
+    """It came from another memory's export (untrusted until admitted here)."""
+    page: list[str] = []
+    """The page text it carries (labels, values, screen lines): data, never advice."""
+    quarantine: str = ""
+    """Why it is quarantined: it carries page text that addresses the agent."""
 
 
 class ItemDetail(ItemSummary):

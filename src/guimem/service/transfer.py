@@ -19,8 +19,11 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from guimem.errors import ConfigError, DataError, FileConflictError, NotFoundError
+from guimem.memory.hostile import screen_item
+from guimem.memory.steer.items import Evidence, KnowledgeItem
 from guimem.storage import Record, Store
 from guimem.storage.base import EventDraft
+from guimem.types import ItemKind
 from guimem.types.files import read_regular
 
 EXPORT_VERSION = 1
@@ -138,15 +141,20 @@ def is_export(path: Path) -> bool:
 
 
 def write_import(store: Store, namespace: str, source: Path, header: ExportHeader, records: list[ExportRecord],
-                 events: list[ExportEvent]) -> tuple[int, int]:
+                 events: list[ExportEvent], untrusted: bool = True) -> tuple[int, int]:
     """Write what the memory does not already hold of a parsed export (inside the caller's transaction);
-    returns the versions and events written.
+    returns the versions and events written. With ``untrusted``, each knowledge item's history ends in one
+    more version: marked imported, back to candidate (or quarantined, if it carries page text addressing
+    the agent), so it earns admission here whatever status it was exported with.
 
     Raises:
         DataError: The export holds items (or events of items) of another namespace of this store.
     """
     _check_ids(store, namespace, source, records, events)
-    written = sum(_import_versions(store, namespace, versions) for versions in by_item(records).values())
+    items = by_item(records)
+    if untrusted:
+        items = {item_id: [*versions, *untrust(versions[-1])] for item_id, versions in items.items()}
+    written = sum(_import_versions(store, namespace, versions) for versions in items.values())
     have = Counter(event_key(e.type, e.item_id, json.loads(e.payload or "{}"))
                    for e in store.events(namespace=namespace))
     logged = 0
@@ -197,6 +205,30 @@ def _import_versions(store: Store, namespace: str, versions: list[ExportRecord])
     for r in versions[same:]:
         store.put(Record(r.id, r.kind, namespace, r.status, json.dumps(r.body), vector_bytes(r.vector)))
     return len(versions) - same
+
+
+TRUSTED_STATUSES = frozenset({"admitted", "trial"})
+
+
+def untrust(head: ExportRecord) -> list[ExportRecord]:
+    """The version an imported knowledge item starts from here (none when it needs no change): imported,
+    not manual, as a candidate — or quarantined with the reason when it carries hostile text (its whole
+    wording is screened: an export's words are not guimem's own)."""
+    if head.kind != ItemKind.KNOWLEDGE.value or head.status in ("rejected", "retired", "quarantined"):
+        return []
+    try:
+        item = KnowledgeItem.model_validate(head.body)
+    except ValidationError:
+        return []  # the memory's own load refuses it, with the reason (`MemoryService._reopen`)
+    found = screen_item(item.content, item.behaviour, page=item.page, written=True)
+    status = "quarantined" if found is not None else "candidate" if head.status in TRUSTED_STATUSES else head.status
+    update: dict[str, object] = {"imported": True, "manual": False, "evidence": Evidence()}
+    if found is not None:
+        update["quarantine"] = str(found)
+    body = json.loads(item.model_copy(update=update).model_dump_json())
+    if status == head.status and body == head.body:
+        return []
+    return [head.model_copy(update={"status": status, "body": body})]
 
 
 def vector_bytes(hex_text: str | None) -> bytes | None:

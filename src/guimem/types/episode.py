@@ -103,6 +103,21 @@ class ItemKind(StrEnum):
     EPISODE = "episode"
 
 
+class Origin(StrEnum):
+    """Who wrote an item's words (provenance of a text span).
+
+    ``action``: guimem's own template over what the agent did (``tap(button "Login")``); ``page``: text
+    the page's author wrote (labels, values, screen lines) — data, never advice; ``model``: a model's
+    summary; ``import``: brought in from another memory's export; ``human``: a person wrote it.
+    """
+
+    ACTION = "action"
+    PAGE = "page"
+    MODEL = "model"
+    IMPORT = "import"
+    HUMAN = "human"
+
+
 class InjectedItem(BaseModel):
     """One memory item as shown to the agent at one step."""
 
@@ -121,6 +136,12 @@ class InjectedItem(BaseModel):
     """The tasks whose episodes this item was learned from (the report's transfer matrix reads them)."""
     manual: bool = False
     """Admitted by a person, not by trials: rendered under its own heading, never as verified."""
+    origin: Origin = Origin.ACTION
+    """Who wrote the item's words (page text inside them is listed in ``page``)."""
+    page: tuple[str, ...] = ()
+    """The spans of its text that are page text: shown quoted and marked, never as advice."""
+    quarantine: str = ""
+    """Why it carries text that addresses the agent (kept out of injections unless a person admitted it)."""
 
 
 class Injection(BaseModel):
@@ -141,6 +162,8 @@ class Injection(BaseModel):
     withheld: tuple[str, ...] = ()
     note: str = ""
     latency_ms: float = 0.0
+    quarantined: tuple[str, ...] = ()
+    """Ids of items recall found but kept out because they carry text that addresses the agent."""
 
     @property
     def ids(self) -> list[str]:

@@ -85,7 +85,7 @@ class SkillMemory(SavesCache, StoredRounds):
         self._by_key: dict[str, str] = {}
         self._vectors: dict[str, NDArray[np.float32]] = {}
         self._shown: dict[str, int] = {}
-        self.rounds = RoundLog(kit.store, kit.namespace)
+        self.rounds = RoundLog(kit.store, kit.namespace, screen=kit.defences.quarantine)
         self.buffer = RoundBuffer()
         self.table = ItemTable(kit, ItemKind.SKILL, SkillBody)
         self.cache = IndexCache(kit)

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from guimem.errors import LifecycleError
 from guimem.memory.program import SkillProgram
 from guimem.memory.steer.contract import TaskContract
-from guimem.types import Behaviour
+from guimem.types import Behaviour, Origin
 
 
 class ItemStatus(StrEnum):
@@ -21,6 +21,8 @@ class ItemStatus(StrEnum):
     ADMITTED = "admitted"
     REJECTED = "rejected"
     RETIRED = "retired"
+    QUARANTINED = "quarantined"
+    """It carries page text that addresses the agent: held for a person's review, never shown."""
 
 
 ALLOWED: dict[ItemStatus, frozenset[ItemStatus]] = {
@@ -29,6 +31,7 @@ ALLOWED: dict[ItemStatus, frozenset[ItemStatus]] = {
     ItemStatus.ADMITTED: frozenset({ItemStatus.RETIRED}),
     ItemStatus.REJECTED: frozenset(),
     ItemStatus.RETIRED: frozenset(),
+    ItemStatus.QUARANTINED: frozenset({ItemStatus.ADMITTED, ItemStatus.REJECTED}),  # by a person only
 }
 UNDER_TEST = frozenset({ItemStatus.CANDIDATE, ItemStatus.TRIAL})
 
@@ -148,3 +151,11 @@ class KnowledgeItem(BaseModel):
     """Tasks it harmed: it is never offered to them again."""
     manual: bool = False
     """Its status was set by a person (``memory admit|retire``), not by trials: never shown as verified."""
+    origin: Origin = Origin.ACTION
+    """Who wrote ``content`` (guimem's template over the agent's actions, a model, a person)."""
+    page: list[str] = Field(default_factory=list)
+    """Page text ``content`` carries besides its behaviour's controls (screen lines, an effect)."""
+    quarantine: str = ""
+    """Why it carries text that addresses the agent: never injected nor admitted by trials."""
+    imported: bool = False
+    """It came from another memory's export: untrusted until it earns admission here."""

@@ -19,6 +19,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from guimem.errors import DataError, NotFoundError
 from guimem.memory.base import Cursor, LearnReport, RoundReport
+from guimem.memory.hostile import screen_item
 from guimem.memory.indexcache import IndexCache
 from guimem.memory.kit import MemoryKit
 from guimem.memory.settings import AdmissionRules, GateSettings
@@ -37,7 +38,7 @@ from guimem.memory.steer.scope import earn_scope, split
 from guimem.memory.steer.trials import Arm, assign, gate, record
 from guimem.memory.table import EventType, ItemTable
 from guimem.storage.base import Change
-from guimem.types import ItemKind, Task, Trajectory
+from guimem.types import ItemKind, Origin, Task, Trajectory
 
 Entry = tuple[KnowledgeItem, ItemStatus]
 _HISTORY = TypeAdapter(dict[str, list[TrialRecord]])
@@ -301,8 +302,10 @@ class Admission:
             if existing is None:
                 item_id = item_id_for(prop.key, self.kit.namespace)
                 status, prop = self._first_status(prop)
-                self._put(item_id, prop, status, EventType.CREATED, {"round": self.round,
-                                                                     "controls": len(prop.evidence.records)})
+                payload: dict[str, object] = {"round": self.round, "controls": len(prop.evidence.records)}
+                if prop.quarantine:
+                    payload["quarantine"] = prop.quarantine
+                self._put(item_id, prop, status, EventType.CREATED, payload)
                 self._items[item_id] = (prop, status)
                 by_key[prop.key] = item_id
                 continue
@@ -327,8 +330,13 @@ class Admission:
         return len(trials) >= rules.fast_trials and not any(t.score > 0 for t in trials)
 
     def _first_status(self, item: KnowledgeItem) -> tuple[ItemStatus, KnowledgeItem]:
-        """A new item's status and evidence: with the stack's rules, its task's past episodes are its
-        first controls, and a screen-specific avoid item goes straight to trial (shown next round)."""
+        """A new item's status and evidence: one that carries page text addressing the agent is
+        quarantined (held for a person, never shown or tried); with the stack's rules, its task's past
+        episodes are its first controls, and a screen-specific avoid item goes straight to trial."""
+        if self.kit.defences.quarantine:
+            found = screen_item(item.content, item.behaviour, page=item.page, written=item.origin is not Origin.ACTION)
+            if found is not None:
+                return ItemStatus.QUARANTINED, item.model_copy(update={"quarantine": str(found)})
         if self.rules is None:
             return ItemStatus.CANDIDATE, item
         if self.rules.history_controls:
@@ -362,6 +370,8 @@ class Admission:
     def _apply_gate(self) -> None:
         for item_id, records in self._evidence.items():
             item, status = self._items[item_id]
+            if status is ItemStatus.QUARANTINED:
+                continue  # never shown, never judged: only a person moves it
             item, records = self._earn_scope(item_id, item, records)
             evidence = item.evidence.model_copy(update={"records": item.evidence.records + records})
             item = item.model_copy(update={"evidence": evidence})

@@ -23,7 +23,7 @@ from guimem.memory.steer.contract import (
 from guimem.memory.steer.items import UNDER_TEST, ItemStatus, KnowledgeItem, Scope, is_failure
 from guimem.memory.steer.lifecycle import Admission, AdmissionMembers, content_id
 from guimem.memory.steer.propose import LLMProposer, OfflineProposer, Proposer
-from guimem.types import InjectedItem, Injection, ItemKind, Task
+from guimem.types import InjectedItem, Injection, ItemKind, Origin, Task
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,9 @@ def item_view(item_id: str, item: KnowledgeItem, score: float = 1.0, trial: bool
     success = None if item.kind == "warning" else not is_failure(item)
     return InjectedItem(id=item_id, kind=VIEW_KINDS[item.kind], text=text, behaviour=item.behaviour, score=score,
                         success=success, name=item.name or None, trial=trial, manual=item.manual,
-                        sources=tuple(dict.fromkeys(item.provenance.tasks)))
+                        sources=tuple(dict.fromkeys(item.provenance.tasks)),
+                        origin=Origin.IMPORT if item.imported and item.origin is Origin.ACTION else item.origin,
+                        page=tuple(item.page), quarantine=item.quarantine)
 
 
 def _rank(entry: tuple[str, KnowledgeItem]) -> tuple[int, int, str]:
@@ -98,7 +100,7 @@ class SteerMemory(AdmissionMembers, StoredRounds):
         parser, proposer = build_extractors(kit, self.settings.extractor)
         self.contract = CachedContracts(parser)
         self.lifecycle = Admission(kit, self.settings.gate, proposer)
-        self.rounds = RoundLog(kit.store, kit.namespace)
+        self.rounds = RoundLog(kit.store, kit.namespace, screen=kit.defences.quarantine)
 
     @property
     def name(self) -> str:

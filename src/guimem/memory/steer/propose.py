@@ -19,7 +19,7 @@ from guimem.memory.generalise import (
 )
 from guimem.memory.steer.contract import ContractParser
 from guimem.memory.steer.items import Applicability, KnowledgeItem, Provenance, Scope
-from guimem.types import Behaviour, Trajectory, mask_text
+from guimem.types import Behaviour, Origin, Trajectory, mask_text
 
 
 class Proposer(Protocol):
@@ -53,7 +53,7 @@ def _procedure(traj: Trajectory, performed: list[Performed], parser: ContractPar
         completion=contract.completion or "task reward 1", scope=Scope.TASK, content=text,
         behaviour=Behaviour(actions=steps), key=f"procedure|{traj.task.id}|{template_key(steps)}",
         provenance=Provenance(episodes=[traj.episode_id], tasks=[traj.task.id], outcomes=[True]),
-        created_round=round_index,
+        created_round=round_index, origin=Origin.ACTION if content is None else Origin.MODEL,
     )
 
 
@@ -75,7 +75,8 @@ def _warning(traj: Trajectory, performed: list[Performed], index: int, parser: C
         behaviour=Behaviour(actions=(template,), avoid=True),
         key=f"warning|{traj.task.id}|{template_key([template])}|{state}",
         provenance=Provenance(episodes=[traj.episode_id], tasks=[traj.task.id], outcomes=[False]),
-        created_round=round_index,
+        created_round=round_index, origin=Origin.ACTION if content is None else Origin.MODEL,
+        page=[s for s in (bad.before.location, qualifier) if s],
     )
 
 

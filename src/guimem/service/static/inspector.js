@@ -12,6 +12,7 @@ const STATUS_HEADINGS = [
   ['manual', 'Admitted by hand: a person said so, not verified by trials'],
   ['trial', 'Under trial: shown to test whether it helps, not yet verified'],
   ['candidate', 'Candidates: proposed, not shown yet'],
+  ['quarantined', 'Quarantined: carries page text that addresses the agent; never shown, only a person can admit it'],
   ['rejected', 'Rejected or retired'],
 ];
 
@@ -72,7 +73,12 @@ async function showItem(id) {
   }
   try {
     const d = await get('/v1/items/' + encodeURIComponent(id));
+    const origin = String(d.origin || 'action') + (d.imported === true ? ', imported (untrusted until admitted here)' : '');
+    const page = Array.isArray(d.page) && d.page.length
+      ? [['page text (data)', h('ul', {}, d.page.map(s => h('li', {class: 'page-text'}, '«' + String(s) + '»')))]] : [];
+    const held = d.quarantine ? [['quarantined', String(d.quarantine)]] : [];
     showDetail(d.kind + ' ' + d.id, [['status', d.status], ['version', 'v' + int(d.version)],
+                                      ['words by', origin], ...page, ...held,
                                       ['text', d.summary], ...(d.code ? [['code', h('pre', {}, d.code)]] : [])]);
   } catch (err) {
     showDetail(String(id), [['not in this memory', err.message]]);
@@ -271,7 +277,9 @@ async function drawKnowledge(items) {
       return h('tr', {class: 'item', id: 'item-' + k.id}, h('td', {}, k.id),
                h('td', {class: 'status-' + k.status}, k.status + (k.manual === true ? ' (by hand)' : '')),
                h('td', {}, 'v' + int(k.version)),
-               h('td', {}, k.summary), h('td', {}, evidence(hist)));
+               h('td', {}, k.summary, ...(k.quarantine ? [h('br'), h('span', {class: 'quarantine'},
+                                                                     'quarantined: ' + String(k.quarantine))] : [])),
+               h('td', {}, evidence(hist)));
     }));
     const head = h('tr', {}, ['id', 'status', 'version', 'content', 'evidence'].map(t => h('th', {}, t)));
     return [h('h3', {class: 'status-heading', 'data-status': status}, `${title} (${list.length})`),

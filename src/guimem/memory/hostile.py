@@ -1,0 +1,287 @@
+"""Page text that addresses the agent: the screen memory puts every page-derived span through.
+
+A GUI agent reads pages written by strangers, and memory replays what it saw to later episodes — of
+other tasks too. Text planted to steer an agent ("ignore previous instructions", a fake ``system:``
+turn, "note to the AI: …", a password request, an off-site link, a label far longer than a control's)
+must never come back as memory's own advice. This module decides, by structure and not by a list of
+known attacks, whether a span of page text *addresses the agent*; `guimem.memory.kit` keeps items
+carrying such text out of injections, the admission lifecycle never admits them by trials, and the
+round boundary does not learn from an episode that acted on it (docs/security.md).
+
+Every check here is bounded: spans are cut to `MAX_SCREENED` characters before any pattern runs.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from guimem.types import Action, Behaviour, Observation, Trajectory, UIElement
+
+MAX_SCREENED = 2_000
+"""Characters of one span that are screened (the rest cannot make it less hostile)."""
+CONTROL_CHARS = 60
+CONTROL_WORDS = 10
+"""A control's label longer than this is not a label: it is text written to be read."""
+
+_INVISIBLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e"
+                        "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff]")
+_SPACED = re.compile(r"(?<![^\W\d_])(?:[^\W\d_][\s.\-_*·|]{1,3}){3,}[^\W\d_](?![^\W\d_])")
+_LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s", "!": "i"})
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
+
+_ROLE_MARKER = re.compile(
+    r"<\|?\s*/?\s*(?:im_start|im_end|system|assistant|user|endoftext|eot_id|start_header_id)\s*\|?>"
+    r"|\[/?\s*(?:inst|sys|system)\s*\]|<<\s*/?\s*sys\s*>>|#{2,}\s*(?:instruction|system|response|assistant)"
+    r"|</?\s*(?:system|assistant|instructions?|prompt|tool_call|function_call)\s*>"
+    r"|(?:^|[\s\"'(\[{>|])(?:system|assistant|developer|admin(?:istrator)?|operator|human|ai|a\.i\.|bot|llm|gpt"
+    r"|sysadmin)\s*(?:message|prompt|note|override|instruction)?\s*[:>\]]\s*\S",
+    re.IGNORECASE)
+_OVERRIDE_VERB = re.compile(
+    r"\b(?:ignor\w*|disregard\w*|forget\w*|overrid\w*|overwrit\w*|bypass\w*|circumvent\w*|discard\w*"
+    r"|supersed\w*|neglect\w*|vergiss\w*|vergessen|ignorier\w*|olvid\w*"
+    r"|oubli\w*|esque[cç]\w*|dimentic\w*|забуд\w*|игнор\w*|не обращай)|忽略|无视|無視|忘记|忘れ",
+    re.IGNORECASE)
+_OVERRIDE_OBJECT = re.compile(
+    r"\b(?:instruction\w*|rules?|directions?|directives?|guidelines?|prompts?|tasks?|goals?|orders?|objectives?"
+    r"|previous\w*|prior|above|earlier|preceding|original|everything|all|constraints?|polic(?:y|ies)|context"
+    r"|instrucc\w*|anweisung\w*|vorherig\w*|consigne\w*|précédent\w*|istruzion\w*|instru[çc]\w*|regeln?"
+    r"|инструкц\w*|правил\w*|предыдущ\w*)|指令|指示|规则|之前|以上",
+    re.IGNORECASE)
+_NEW_ORDERS = re.compile(
+    r"\b(?:new|updated|revised|additional|urgent|priority|override|system)\s+"
+    r"(?:instructions?|orders|directives?|prompt)\b"
+    r"|\b(?:real|actual|true|secret|hidden)\s+(?:instructions?|orders|tasks?|goals?|objectives?|directives?"
+    r"|mission|assignment|prompt)\b"
+    r"|\byour\s+(?:real|actual|true|new|only|primary|next|main)\s+(?:task|goal|job|objective|mission|purpose)\b"
+    r"|\b(?:from now on|you are now|you must now|act as|pretend (?:to be|you)|role-?play as|developer mode"
+    r"|jailbreak|do anything now|no longer (?:follow|bound)|stop following|do not follow|don'?t follow"
+    r"|instead of (?:the|your) (?:task|goal|instructions?))\b"
+    r"|\b(?:neue|nouvelles?|nuevas?|nuove|novas?)\s+(?:anweisung\w*|instructions?|instrucc\w*|istruzion\w*"
+    r"|instru[çc]\w*)|новые инструкции|新的指令|新指令",
+    re.IGNORECASE)
+_MACHINE = re.compile(
+    r"\b(?:a\.?i\.?|assistants?|agents?|bots?|chat-?bots?|llms?|gpts?|chat-?gpt|claude|gemini|copilot|"
+    r"language models?|(?:the |this )?model|automat(?:ed|ion) (?:system|tool|agent|browser)|robots?|crawlers?|"
+    r"auto-?pilot|scrapers?|web ?agents?|browsing agents?|ki|ia|ии|нейросеть|ассистент\w*|ботам?)\b"
+    r"|助手|机器人|智能体|人工智能|アシスタント|エージェント",
+    re.IGNORECASE)
+_TO_READER = re.compile(
+    r"\b(?:you|your|yours|yourself|u|please|pls|must|should|shall|need to|have to|are required|is required"
+    r"|always|never|now|immediately|instead|important|attention|note|notice|warning|reminder|listen|urgent"
+    r"|hey|hello|dear|make sure|be sure|do not|don'?t|reading this|read this|this page|if you are|when you see"
+    r"|click|press|tap|type|enter|select|choose|open|visit|navigate|go to|submit|download|install|run|execute"
+    r"|send|follow|proceed|continue|confirm"
+    r"|vous|votre|du|dein\w*|sie|usted|tu|tú|debes|devez|musst|muss|ты|вы|ваш\w*|нужно|должен)\b"
+    r"|请|必须|你|您",
+    re.IGNORECASE)
+_CREDENTIAL = re.compile(
+    r"\b(?:pass ?words?|pass ?codes?|pass ?phrases?|pins?|otp|one[- ]time (?:code|password)|2fa|mfa"
+    r"|verification code|security code|auth(?:entication)? code|credit ?cards?|card numbers?|cvv|cvc|ssn"
+    r"|social security|api[ -]?keys?|secret keys?|access tokens?|private keys?|seed phrase|recovery phrase"
+    r"|bank account|routing number|login details|credentials?|mot de passe|passwort|kennwort|contraseña"
+    r"|senha|пароль\w*)\b|密码|口令",
+    re.IGNORECASE)
+_ASK = re.compile(
+    r"\b(?:enter|type|provide|send|share|give|confirm|verify|re-?enter|submit|paste|input|tell|reveal"
+    r"|disclose|write|fill|email|post|upload|forward|saisi\w*|entrez|eingeben|geben|introduce|ingrese"
+    r"|введите|отправьте)\b|输入|提供|发送",
+    re.IGNORECASE)
+_NOW = re.compile(r"\b(?:first|before|now|immediately|urgent\w*|asap|right away|required|mandatory|must|also"
+                  r"|again|to (?:avoid|prevent|keep)|or (?:else|your)|expire\w*|suspend\w*|lock\w*)\b",
+                  re.IGNORECASE)
+_URL = re.compile(
+    r"(?:\b[a-z][a-z0-9+.-]{1,15}://|\bwww\.|\b(?:javascript|data|vbscript):)\S*"
+    r"|\b[\w-]+(?:\.[\w-]+)*\.(?:com|net|org|io|ru|cn|xyz|info|biz|co|me|app|dev|top|site|online|link|click"
+    r"|ly|gg|tk|ml|ga|cf|zip|mov|sh|to|cc|su|pw|ws|us|uk|de|fr)\b(?:[/:?#]\S*)?"
+    r"|\b[\w.+-]+@[\w-]+\.[\w.-]+",
+    re.IGNORECASE)
+_MARKUP = re.compile(r"<\s*/?\s*(?:script|iframe|img|svg|object|embed|style|a|form|input|meta|link)\b|"
+                     r"\bon[a-z]{3,}\s*=|\{\{|\$\{|&#x?[0-9a-f]+;", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Why a span is hostile: the reason in words and the span (bounded) it was found in."""
+
+    reason: str
+    span: str
+
+    def __str__(self) -> str:
+        return f"{self.reason}: {self.span[:80]!r}"
+
+
+def normalise(text: str) -> str:
+    """The forms hostile text hides behind, undone: compatibility forms (full-width, ligatures),
+    invisible characters, letters spaced or dotted apart, digits for letters; case-folded."""
+    out = unicodedata.normalize("NFKC", text[:MAX_SCREENED])
+    out = _INVISIBLE.sub("", out)
+    out = _SPACED.sub(lambda m: re.sub(r"[\s.\-_*·|]", "", m.group(0)), out)
+    out = " ".join(out.split()).casefold()
+    return out
+
+
+def _deleet(text: str) -> str:
+    return " ".join(w.translate(_LEET) if any(c.isalpha() for c in w) else w for w in text.split())
+
+
+def _urls(text: str, site: str) -> list[str]:
+    allowed = normalise(site)
+    return [u for u in (m.group(0) for m in _URL.finditer(text)) if u.rstrip("/.,") not in allowed]
+
+
+def screen(text: str, *, control: bool = False, site: str = "", summary: bool = False) -> Finding | None:
+    """Whether ``text`` (page text) addresses the agent, and why; None when it reads as page content.
+
+    Args:
+        text: One span of page text (a label, a value, an option, a screen line, a summary).
+        control: The span names a control the agent acts on (a selector's label or text): longer than
+            a control's label is hostile by itself.
+        site: Text the task's own instruction gives (its goal): a URL or address it names is the
+            task's, not an attacker's.
+        summary: The span is a summary of what was done (a model's or an export's words), not page text:
+            naming a password field is what a login procedure says, so credentials are not screened.
+    """
+    if not text.strip():
+        return None
+    span = " ".join(text[:MAX_SCREENED].split())
+    for form in dict.fromkeys((normalise(text), _deleet(normalise(text)))):
+        found = _screen_form(form, span, site, control, summary)
+        if found is not None:
+            return found
+    words = len(_WORD.findall(span))
+    if control and (len(span) > CONTROL_CHARS or words > CONTROL_WORDS):
+        return Finding(f"far longer than a control label ({len(span)} characters, {words} words)", span)
+    return None
+
+
+def _screen_form(form: str, span: str, site: str, control: bool, summary: bool) -> Finding | None:
+    if _ROLE_MARKER.search(form):
+        return Finding("a role marker (text posing as a system, assistant or user turn)", span)
+    if _OVERRIDE_VERB.search(form) and _OVERRIDE_OBJECT.search(form):
+        return Finding("tells the agent to set its instructions aside", span)
+    if _NEW_ORDERS.search(form):
+        return Finding("gives the agent new orders", span)
+    if _MACHINE.search(form) and _TO_READER.search(form):
+        return Finding("addresses the agent (an AI, assistant, bot or model)", span)
+    if not summary and _CREDENTIAL.search(form) and _ASK.search(form) and (_NOW.search(form) or len(form.split()) >= 8):
+        return Finding("asks for credentials", span)
+    if _MARKUP.search(form):
+        return Finding("markup or code in page text", span)
+    off_site = _urls(form, site)
+    if off_site and (control or _TO_READER.search(_URL.sub(" ", form))):
+        # a shown address (a search result's) is page content; one on a control, or one the text sends the
+        # reader to, is an attacker's way off the task's site
+        return Finding(f"a link or address not on the task's site ({off_site[0][:60]})", span)
+    return None
+
+
+def page_spans(behaviour: Behaviour) -> tuple[str, ...]:
+    """The page text an item's behaviour carries: its selectors' labels and texts (literal typed text
+    is the agent's own, and ``{param}`` templates are the task's)."""
+    out: list[str] = []
+    for action in behaviour.actions:
+        sel = action.selector
+        if sel is not None:
+            out += [s for s in (sel.label, sel.text) if s and "{" not in s]
+    return tuple(dict.fromkeys(out))
+
+
+def screen_spans(spans: Iterable[str], *, control: bool = False, site: str = "") -> Finding | None:
+    """The first hostile span among ``spans``."""
+    for s in spans:
+        found = screen(s, control=control, site=site)
+        if found is not None:
+            return found
+    return None
+
+
+def screen_item(text: str, behaviour: Behaviour, *, page: Iterable[str] = (), written: bool = False,
+                site: str = "") -> Finding | None:
+    """Whether an item carries hostile page text: its behaviour's controls, the ``page`` spans its text
+    quotes (screen lines, effects), and — when ``written`` (a model's or an import's words, not guimem's
+    own template) — its whole text."""
+    return (screen_spans(page_spans(behaviour), control=True, site=site)
+            or screen_spans(page, site=site)
+            or (screen(text, site=site, summary=True) if written else None))
+
+
+def _bounds_known(obs: Observation) -> bool:
+    return any(el.bounds.w > 0 and el.bounds.h > 0 for el in obs.elements)
+
+
+def _unseen(el: UIElement) -> bool:
+    b = el.bounds
+    return b.w <= 1 or b.h <= 1 or b.x + b.w <= 0 or b.y + b.h <= 0
+
+
+def _target(action: Action, obs: Observation) -> UIElement | None:
+    if action.ref:
+        return obs.element(action.ref)
+    if action.selector is not None:
+        found = action.selector.resolve(obs)
+        return found.element
+    return None
+
+
+def acted_on_hostile(trajectory: Trajectory) -> Finding | None:
+    """Whether an episode acted on hostile page text: a step whose element is itself hostile, hidden,
+    zero-size or off-screen, or is named by hostile text on any of the episode's screens (a benign-looking
+    control an instruction on the page points at). Such an episode is not learned from (its lessons
+    would carry the attacker's action)."""
+    site = trajectory.task.goal
+    screens = [s.observation for s in trajectory.steps]
+    texts = dict.fromkeys(t for obs in screens for el in obs.elements for t in (el.label, el.text) if t)
+    hostile = [f for f in (screen(t, site=site) for t in texts) if f is not None]
+    for step in trajectory.steps:
+        actions = step.performed or (step.action,)
+        obs = step.observation
+        for action in actions:
+            if not action.is_ui:
+                continue
+            el = _target(action, obs)
+            if el is None:
+                continue
+            found = screen_spans((el.label, el.text), control=True, site=site)
+            if found is not None:
+                return found
+            if _bounds_known(obs) and _unseen(el):
+                return Finding("acted on a hidden, zero-size or off-screen element", el.name)
+            name = normalise(el.name)
+            for f in hostile:
+                if len(name) >= 3 and name in normalise(f.span):
+                    return Finding(f"acted on a control hostile page text points at ({f.reason})", f.span)
+    return None
+
+
+QUOTE_OPEN, QUOTE_CLOSE = "«", "»"
+QUOTE_LIMIT = 60
+"""Characters of one quoted page span shown to the agent."""
+
+
+def quote(span: str, limit: int = QUOTE_LIMIT) -> str:
+    """``span`` as quoted page data: its quote marks cannot be closed from inside, line breaks and
+    invisible characters are gone, and it is cut at ``limit`` characters."""
+    clean = _INVISIBLE.sub("", " ".join(span.split()))
+    clean = clean.replace(QUOTE_OPEN, "‹").replace(QUOTE_CLOSE, "›")
+    if len(clean) > limit:
+        clean = clean[: limit - 1].rstrip() + "…"
+    return f"{QUOTE_OPEN}{clean}{QUOTE_CLOSE}"
+
+
+def quote_spans(text: str, spans: Iterable[str], limit: int = QUOTE_LIMIT) -> str:
+    """``text`` with every span of page text it carries (as actions describe a control, ``"name"``, or
+    a typed ``'value'``, or verbatim when it is several words) replaced by its `quote`, in one pass: the
+    longest form first, and nothing already quoted is quoted again."""
+    forms: dict[str, str] = {}
+    for span in (s for s in spans if s.strip()):
+        q = quote(span, limit)
+        # verbatim only when it has words apart (a screen line): a one-word label also names code and params
+        for form in (f'"*{span}*"', f'"{span}"', repr(span), *((span,) if " " in span.strip() else ())):
+            forms.setdefault(form, q)
+    if not forms:
+        return text
+    pattern = re.compile("|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True)))
+    return pattern.sub(lambda m: forms[m.group(0)], text)
