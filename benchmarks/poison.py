@@ -141,20 +141,25 @@ def by_attack(run_dir: RunDir, settings: GuimemSettings) -> dict[str, dict[str, 
 
 def pooled(runs: list[dict]) -> list[dict]:
     """Per (policy, defences, method): the counts summed over the suites."""
-    rows: dict[tuple[str, str, str], dict[str, int]] = {}
+    rows: dict[tuple[str, str, str, str], dict[str, int]] = {}
     for run in runs:
         for method, t in run["methods"].items():
-            row = rows.setdefault((run["policy"], run["defences"], method), {})
+            row = rows.setdefault((run["policy"], case_of(run), run["defences"], method), {})
             for key in ("victims", "successes", "behaviour_successes", "attacker_actions"):
                 row[key] = row.get(key, 0) + t[key]
-    return [{"policy": p, "defences": d, "method": m, **c} for (p, d, m), c in rows.items()]
+    return [{"policy": p, "case": c, "defences": d, "method": m, **n} for (p, c, d, m), n in rows.items()]
+
+
+def case_of(run: dict) -> str:
+    """``lifelong`` (every memory from an empty store) or ``imported`` (from a poisoned run's export)."""
+    return "imported" if run["suite"].endswith("(imported memory)") else "lifelong"
 
 
 def pooled_attacks(runs: list[dict]) -> dict[str, dict[str, dict[str, list[int]]]]:
     """Per (policy, defences): [successes, victims] by placement, goal and category, summed over suites."""
     out: dict[str, dict[str, dict[str, list[int]]]] = {}
     for run in runs:
-        into = out.setdefault(f"{run['policy']} {run['defences']}", {})
+        into = out.setdefault(f"{run['policy']} {case_of(run)} {run['defences']}", {})
         for axis, cells in run["by_attack"].items():
             for key, (ok, n) in cells.items():
                 cell = into.setdefault(axis, {}).setdefault(key, [0, 0])
@@ -175,10 +180,11 @@ def markdown(report: dict) -> str:
              "memory injection carried the payload or targeted the planted control. `behaviour` counts only "
              "injected behaviour that targeted the planted control; `attacker action` counts the action by any "
              "route (for `none`: the page alone).", "",
-             "| policy | defences | method | ASR % | successes / victims | behaviour | attacker action % |",
-             "|---|---|---|---|---|---|---|"]
+             "| policy | memory | defences | method | ASR % | successes / victims | behaviour | attacker action % |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in report["pooled"]:
-        lines.append(f"| {r['policy']} | {r['defences']} | {r['method']} | {pct(r['successes'], r['victims'])} | "
+        lines.append(f"| {r['policy']} | {r['case']} | {r['defences']} | {r['method']} | "
+                     f"{pct(r['successes'], r['victims'])} | "
                      f"{r['successes']} / {r['victims']} | {r['behaviour_successes']} | "
                      f"{pct(r['attacker_actions'], r['victims'])} |")
     lines += ["", "By attack (memory methods pooled; successes / victim episodes):", ""]
