@@ -50,11 +50,15 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def subset(suite: Suite, entries: int | None) -> Suite:
-    """The first ``entries`` entries of a suite (all when None)."""
-    if entries is None or entries >= len(suite.tasks):
+def subset(suite: Suite, entries: int | None, pages: str = "", max_steps: int | None = None) -> Suite:
+    """The first ``entries`` entries of a suite (all when None), of the comma-listed ``pages`` only when given,
+    each at most ``max_steps`` steps."""
+    tasks = [e for e in suite.tasks if not pages or e.task in pages.split(",")][:entries]
+    if max_steps is not None:
+        tasks = [e.model_copy(update={"max_steps": min(e.max_steps or max_steps, max_steps)}) for e in tasks]
+    if tuple(tasks) == suite.tasks:
         return suite
-    return suite.model_copy(update={"name": f"{suite.name}[:{entries}]", "tasks": suite.tasks[:entries]})
+    return suite.model_copy(update={"name": f"{suite.name}[:{len(tasks)}]", "tasks": tuple(tasks)})
 
 
 def run_dir_of(args: argparse.Namespace, policy: str, suite: Suite, defences: str, rotation: int,
@@ -216,6 +220,8 @@ def main() -> None:
     parser.add_argument("--rank-suites", default="poison-form")
     parser.add_argument("--rank-entries", type=int, default=12, help="first N entries of each rank suite")
     parser.add_argument("--rank-defences", default="all,none")
+    parser.add_argument("--rank-pages", default="", help="only these pages (task ids) of the rank suites")
+    parser.add_argument("--rank-max-steps", type=int, help="cut every rank episode at this many steps")
     parser.add_argument("--imports", default="poison-form", help="a suite whose memories, kept by its run with the "
                         "defences off, are imported into every setting's run (empty: skip)")
     parser.add_argument("--report-only", action="store_true", help="tally the run folders already in --out")
@@ -234,7 +240,8 @@ def main() -> None:
 
             args.model = str(smollm2_gguf())
         settings.rank.model_path = args.model
-        plan += [("rank", subset(load_suite(s), args.rank_entries), d, r) for r in rotations
+        plan += [("rank", subset(load_suite(s), args.rank_entries, args.rank_pages, args.rank_max_steps), d, r)
+                 for r in rotations
                  for s in args.rank_suites.split(",") for d in args.rank_defences.split(",")]
     started = time.perf_counter()
     runs = []
