@@ -70,7 +70,7 @@ def run_dir_of(args: argparse.Namespace, policy: str, suite: Suite, defences: st
 
 
 def run_one(policy: str, suite: Suite, defences: str, args: argparse.Namespace, settings: GuimemSettings,
-            imports: bool = False) -> dict:
+            imports: bool = False) -> dict | None:
     """One lifelong run; its attack figures per method. With ``imports``, every memory starts from what the same
     run with the defences off (``none``) kept, exported and imported under ``defences``."""
     out = run_dir_of(args, policy, suite, defences, settings.poison.rotation, imports)
@@ -81,6 +81,9 @@ def run_one(policy: str, suite: Suite, defences: str, args: argparse.Namespace, 
         if policy == "rank" else None
     spec = EvalSpec(env=suite.env, suite=suite, rounds=args.rounds, methods=methods, policy=policy, llm=llm,
                     memory=MemorySpec(defences=Defences.parse(defences)), attacks=settings.poison.label())
+    if args.report_only and not (out / "summary.json").exists():
+        print(f"{out}: not run (yet), left out", flush=True)
+        return None
     started = time.perf_counter()
     if not args.report_only:
         with terminate_as_interrupt():
@@ -244,7 +247,7 @@ def main() -> None:
                  for r in rotations
                  for s in args.rank_suites.split(",") for d in args.rank_defences.split(",")]
     started = time.perf_counter()
-    runs = []
+    runs: list[dict | None] = []
     for policy, suite, defences, rotation in plan:
         settings.poison.rotation = rotation
         runs.append(run_one(policy, suite, defences, args, settings))
@@ -253,11 +256,12 @@ def main() -> None:
             settings.poison.rotation = rotation
             for defences in args.defences.split(","):
                 runs.append(run_one("explorer", load_suite(args.imports), defences, args, settings, imports=True))
+    done = [r for r in runs if r is not None]
     report = {"phrasings": args.phrasings, "rotations": rotations, "rounds": args.rounds,
               "machine": f"{cpu_model()}, {platform.machine()}, {__import__('os').cpu_count()} cores",
               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-              "wall_min": round((time.perf_counter() - started) / 60, 2), "pooled": pooled(runs),
-              "by_attack": pooled_attacks(runs), "runs": runs}
+              "wall_min": round((time.perf_counter() - started) / 60, 2), "pooled": pooled(done),
+              "by_attack": pooled_attacks(done), "runs": done}
     args.out.mkdir(parents=True, exist_ok=True)
     name = "poison-rank" if args.rank_only else "poison"
     (args.out / f"{name}.json").write_text(json.dumps(report, indent=1))
