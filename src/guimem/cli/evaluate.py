@@ -17,6 +17,7 @@ from rich.table import Table
 from guimem.cli.output import EXIT_INTERRUPTED, CliState, emit_json, fail, registered, state
 from guimem.embeddings import create_embedder
 from guimem.errors import ConfigError, GuimemError
+from guimem.harness.attack_rate import tally
 from guimem.harness.compare import compare_runs
 from guimem.harness.evaluate import Evaluation, methods_of
 from guimem.harness.factory import check_names
@@ -25,7 +26,7 @@ from guimem.harness.report import pass_table, write_report
 from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir, judged
 from guimem.harness.transfer import TrainTest
 from guimem.memory.factory import METHODS, check_method
-from guimem.memory.settings import MemorySpec
+from guimem.memory.settings import Defences, MemorySpec
 from guimem.processes import stop_descendants
 from guimem.storage.base import is_shared_url, mask_url
 from guimem.tasks import load_suite
@@ -33,9 +34,21 @@ from guimem.tasks.suites import check_suite_tasks
 from guimem.types import plural
 
 
+def parse_defences(text: str) -> Defences:
+    """``--defences``: ``all``, ``none`` or ``all`` minus a list (``no-quote,no-quarantine``).
+
+    Raises:
+        ConfigError: An unknown setting.
+    """
+    try:
+        return Defences.parse(text)
+    except ValueError as exc:
+        raise ConfigError(f"--defences {text!r}: {exc}", suggestion="e.g. --defences all, none or no-quote") from None
+
+
 def _spec(st: CliState, env: str | None, suite: str, rounds: int, methods: str, policy: str, workers: int, backend: str,
           exclude_source_task: bool, context: str, screenshots: bool = False, store: str | None = None,
-          address: str | None = None) -> EvalSpec:
+          address: str | None = None, defences: str = "all") -> EvalSpec:
     chosen = [m.strip() for m in methods.split(",") if m.strip()]
     if not chosen:
         raise ConfigError(f"--methods {methods!r} names no method",
@@ -54,9 +67,11 @@ def _spec(st: CliState, env: str | None, suite: str, rounds: int, methods: str, 
         llm = f"{Path(st.settings.rank.model_path or '?').name} (rank, in-process, n_ctx {st.settings.rank.n_ctx})"
     spec = EvalSpec(env=env, suite=suite_obj, rounds=rounds, methods=methods_of(chosen), policy=policy,
                     context=context, memory=MemorySpec(exclude_source_task=exclude_source_task,
-                                                       extractor=st.settings.extractor), embedder=embedder,
+                                                       extractor=st.settings.extractor,
+                                                       defences=parse_defences(defences)), embedder=embedder,
                     llm=llm, token_encoding=st.settings.token_encoding, workers=workers, backend=backend,
-                    screenshots=screenshots, store=mask_url(store) if store else "", address=address)
+                    screenshots=screenshots, store=mask_url(store) if store else "", address=address,
+                    attacks=st.settings.poison.label() if env.startswith("poison-") else "")
     check_names(spec, st.settings)  # before --out is made: a bad name leaves no run folder behind
     return spec
 
@@ -147,15 +162,18 @@ def eval_command(
     screenshots: bool = typer.Option(False, "--screenshots",
                                      help="Save a PNG per observation under OUT/screenshots (the inspector shows "
                                           "them with each step)."),
+    defences: str = typer.Option("all", "--defences", help="What guards memory against hostile page text: all, "
+                                 "none, or all minus a list (no-quote,no-quarantine,no-untrusted-imports); recorded "
+                                 "in run_spec.json (docs/security.md)."),
     json_output: bool = typer.Option(False, "--json", help="Print summary.json instead of the table."),
 ) -> None:
     """Run (or resume) a lifelong evaluation; write results, traces, summary.json and report.html to OUT."""
     st = state(ctx, json_output)
     try:
         spec = _spec(st, env, suite, rounds, methods, policy, workers, backend, exclude_source_task, context,
-                     screenshots, store, address)
+                     screenshots, store, address, defences)
         learn = _spec(st, env, learn_suite, rounds, methods, policy, workers, backend, exclude_source_task, context,
-                      screenshots, store, address) if learn_suite else None
+                      screenshots, store, address, defences) if learn_suite else None
         check_out_dir(out)
         runs = [spec] if learn is None else [learn, spec]
         total = sum(len(s.suite.tasks) * s.rounds * len(s.methods) for s in runs)
@@ -192,7 +210,20 @@ def eval_command(
     print_summary(st, summary, f"{spec.suite.name}: {plural(spec.rounds, 'round')}{learned}, Pass@k % "
                                f"(policy {spec.policy})")
     _print_infra(st, summary)
+    if spec.env.startswith("poison-"):
+        _print_attacks(st, out, spec)
     st.console.print(f"report: {out / 'report.html'}\nsummary: {out / 'summary.json'}")
+
+
+def _print_attacks(st: CliState, out: Path, spec: EvalSpec) -> None:
+    """The poison suite's attack success rate per method (`guimem.harness.attack_rate`)."""
+    table = Table(title=f"attack success rate, rounds 2-{spec.rounds} (defences {spec.memory.defences.label()}, "
+                        f"attacks {spec.attacks})")
+    for col in ("method", "ASR %", "successes", "victim episodes", "attacker actions"):
+        table.add_column(col, justify="left" if col == "method" else "right")
+    for method, t in tally(RunDir(out)).items():
+        table.add_row(method, f"{100 * t.asr:.1f}", str(t.successes), str(t.victims), str(t.attacker_actions))
+    st.console.print(table)
 
 
 def _print_infra(st: CliState, summary: Summary) -> None:

@@ -65,6 +65,9 @@ class EvalSpec(BaseModel):
     screenshots: bool = False
     learned_on: str | None = None
     """The suite memory was learned on before this run (train/test transfer); None: from empty stores."""
+    attacks: str = ""
+    """On a poison env (``poison-*``): the planted attacks' phrasing set and rotation (``heldout/r0``,
+    ``GUIMEM_POISON__*``); empty otherwise."""
     versions: dict[str, str] = Field(default_factory=package_versions)
     created_at: float = Field(default_factory=time.time)
     machine: str = Field(default_factory=lambda: f"{platform.machine()} {os.cpu_count()} cores")
@@ -73,7 +76,7 @@ class EvalSpec(BaseModel):
         """The fields that must match for a run directory to be resumed."""
         return self.model_dump(mode="json", include={"env", "suite", "rounds", "methods", "policy", "policy_seed",
                                                      "context", "memory", "embedder", "llm", "max_steps",
-                                                     "store", "learned_on"})
+                                                     "store", "learned_on", "attacks"})
 
     def namespace(self, method: str) -> str:
         """Where ``method``'s memory lives in its store: the method's own SQLite file holds it under the

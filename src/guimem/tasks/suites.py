@@ -116,11 +116,11 @@ def check_suite_tasks(suite: Suite, env: str) -> None:
     Raises:
         SuiteError: A MiniWoB++ task name is unknown.
     """
-    if env not in ("miniwob", "browsergym"):
+    if env not in ("miniwob", "poison-miniwob", "browsergym"):
         return
     from guimem.envs.miniwob import available_tasks
 
-    if env == "miniwob":
+    if env != "browsergym":
         suite.check_tasks(available_tasks())
         return
     from guimem.envs.bgym_obs import benchmark_of, normalise_task_id
