@@ -228,10 +228,11 @@ def _target(action: Action, obs: Observation) -> UIElement | None:
 
 
 def acted_on_hostile(trajectory: Trajectory) -> Finding | None:
-    """Whether an episode acted on hostile page text: a step whose element is itself hostile, hidden,
-    zero-size or off-screen, or is named by hostile text on any of the episode's screens (a benign-looking
-    control an instruction on the page points at). Such an episode is not learned from (its lessons
-    would carry the attacker's action)."""
+    """Whether an episode must not be learned from, and why: a step acted on an element that is itself
+    hostile, hidden, zero-size or off-screen, or that hostile text on one of the episode's screens names
+    (a benign-looking control an instruction points at); or, failing those, any of its screens carries
+    text that addresses the agent at all — such text may point at a control without naming it (by its
+    address, its colour, its place), so nothing the episode did is trusted (it fails closed)."""
     site = trajectory.task.goal
     screens = [s.observation for s in trajectory.steps]
     texts = dict.fromkeys(t for obs in screens for el in obs.elements for t in (el.label, el.text) if t)
@@ -254,6 +255,8 @@ def acted_on_hostile(trajectory: Trajectory) -> Finding | None:
             for f in hostile:
                 if len(name) >= 3 and name in normalise(f.span):
                     return Finding(f"acted on a control hostile page text points at ({f.reason})", f.span)
+    if hostile:
+        return Finding(f"its pages carry text that addresses the agent ({hostile[0].reason})", hostile[0].span)
     return None
 
 
