@@ -223,3 +223,19 @@ def test_memory_stays_silent_about_a_control_hostile_text_on_this_screen_points_
             assert inj.quarantined or not inj.items
     finally:
         memory.close()
+
+
+def test_an_element_whose_env_gave_no_box_is_not_taken_for_a_hidden_one():
+    from guimem.memory.hostile import steered
+    from guimem.types import Action, Behaviour, Observation, Selector, UIElement
+    from guimem.types.ui import Bounds
+
+    obs = Observation(app="form", elements=(
+        UIElement(ref="1", role=Role.TEXTBOX, label="username", editable=True, bounds={"x": 10, "y": 40, "w": 120,
+                                                                                        "h": 20}),
+        UIElement(ref="2", role=Role.BUTTON, text="Login", clickable=True)))  # no box reported
+    tap = Behaviour(actions=(Action(kind=ActionKind.TAP, selector=Selector(role=Role.BUTTON, text="Login")),))
+    assert steered(tap, obs, {}) is None
+    off = obs.model_copy(update={"elements": (*obs.elements[:1], obs.elements[1].model_copy(
+        update={"bounds": Bounds(x=-900, y=40, w=60, h=20)}))})
+    assert "hidden" in str(steered(tap, off, {}))

@@ -214,7 +214,11 @@ def _bounds_known(obs: Observation) -> bool:
 
 
 def _unseen(el: UIElement) -> bool:
+    """Hidden, 1 px, zero-size at a place, or off-screen; an element whose box is all zero is one whose env
+    did not report it (a recorded observation may give some boxes and not others), not a hidden one."""
     b = el.bounds
+    if b.x == b.y == b.w == b.h == 0:
+        return False
     return b.w <= 1 or b.h <= 1 or b.x + b.w <= 0 or b.y + b.h <= 0
 
 
