@@ -16,7 +16,8 @@ from guimem.envs.browser import launch_chrome
 from guimem.harness.evaluate import Evaluation
 from guimem.harness.runfiles import EvalSpec, RunDir
 from guimem.memory.graph import EdgeBody, NodeBody
-from guimem.service.core import MemoryService, ServiceSettings
+from guimem.memory.hostile import quote_spans
+from guimem.service.core import MemoryService, ServiceSettings, provenance
 from guimem.service.http import create_app
 from guimem.settings import BrowserSettings, GuimemSettings
 from guimem.storage.base import Record
@@ -165,7 +166,9 @@ def test_knowledge_headings_rounds_and_the_episode_view_with_screenshots(browser
             for row_id, text in zip(browser.execute_script(
                     "return [...document.querySelectorAll('#knowledge tr.item')].map(r => r.id.slice(5))"), texts,
                     strict=True):
-                assert text == json.loads(records[row_id].body)["content"], "the whole text, never cut"
+                body = json.loads(records[row_id].body)
+                page = provenance(body)["page"]
+                assert text == quote_spans(body["content"], page), "the whole text, never cut, page text quoted"
             options = browser.execute_script("return [...document.getElementById('run').options].map(o => o.text)")
             assert "stack · round 1" in options and "stack · round 3" in options and not any("round 0" in o
                                                                                               for o in options)
