@@ -231,6 +231,11 @@ def _target(action: Action, obs: Observation) -> UIElement | None:
     return None
 
 
+@lru_cache(maxsize=4096)
+def _screened(text: str, site: str) -> Finding | None:
+    return screen(text, site=site)
+
+
 def acted_on_hostile(trajectory: Trajectory) -> Finding | None:
     """Whether an episode must not be learned from, and why: a step acted on an element that is itself
     hostile, hidden, zero-size or off-screen, or that hostile text on one of the episode's screens names
@@ -240,7 +245,7 @@ def acted_on_hostile(trajectory: Trajectory) -> Finding | None:
     site = trajectory.task.goal
     screens = [s.observation for s in trajectory.steps]
     texts = dict.fromkeys(t for obs in screens for el in obs.elements for t in (el.label, el.text) if t)
-    hostile = [f for f in (screen(t, site=site) for t in texts) if f is not None]
+    hostile = [f for f in (_screened(t[:MAX_SCREENED], site) for t in texts) if f is not None]
     for step in trajectory.steps:
         actions = step.performed or (step.action,)
         obs = step.observation
@@ -262,11 +267,6 @@ def acted_on_hostile(trajectory: Trajectory) -> Finding | None:
     if hostile:
         return Finding(f"its pages carry text that addresses the agent ({hostile[0].reason})", hostile[0].span)
     return None
-
-
-@lru_cache(maxsize=4096)
-def _screened(text: str, site: str) -> Finding | None:
-    return screen(text, site=site)
 
 
 def hostile_on_screen(observation: Observation, site: str = "") -> list[Finding]:
