@@ -35,6 +35,7 @@ from guimem.types import (
     Role,
     Task,
     UIElement,
+    page_view,
 )
 
 log = logging.getLogger(__name__)
@@ -235,7 +236,8 @@ class MiniWoBEnv:
             shot = str(path)
         self._obs_count += 1
         elements = tuple(_element(raw) for raw in self._snapshot.get("elements", []))
-        return Observation(app="miniwob", location=self.task.id, elements=elements, screenshot=shot,
+        # the page's structure, never the task id: sibling tasks share their pages
+        return Observation(app="miniwob", location=page_view(elements), elements=elements, screenshot=shot,
                            timestamp=time.time())
 
     def step(self, action: Action) -> Transition:

@@ -9,11 +9,25 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from guimem.types import Action, ActionKind, Observation, Selector, Task, Trajectory, mask_text, screen_signature
 from guimem.types.actions import TARGETED_KINDS
 
+# The verb lexicon: what a task can ask to do (the TaskContract's actions). A task value that is one of these
+# words (an extractor's ``task: forward``) names what to do, not a volatile name.
+VERBS = {
+    "click": "click", "press": "click", "tap": "click", "select": "select", "choose": "select", "pick": "select",
+    "enter": "enter", "type": "enter", "fill": "enter", "input": "enter", "search": "search", "find": "find",
+    "forward": "forward", "reply": "reply", "respond": "reply", "delete": "delete", "remove": "delete",
+    "trash": "delete", "star": "star", "mark": "star", "send": "send", "read": "read", "open": "open",
+    "login": "login", "log": "login", "sign": "login", "book": "book", "buy": "book", "navigate": "navigate",
+    "switch": "navigate", "expand": "expand", "check": "check", "uncheck": "uncheck", "like": "like",
+    "retweet": "share", "share": "share", "mute": "mute", "block": "block", "copy": "copy", "paste": "paste",
+    "submit": "click", "focus": "focus", "drag": "drag", "use": "use", "set": "set",
+}
 _QUOTED = re.compile(r"[\"“]([^\"”]{1,80})[\"”]")
 MIN_CONTAINED = 3
 
@@ -30,8 +44,11 @@ def task_values(task: Task) -> dict[str, str]:
 
 
 def state_masks(task: Task) -> list[str]:
-    """Values to mask when computing a screen signature for ``task``."""
-    return list(task_values(task).values())
+    """Values to mask when computing a screen signature for ``task``: its volatile values. A value that is
+    a verb of the lexicon (``task: star``) is what the task asks to do; the control it names (the ``star``
+    button) is part of the page whichever task opened it, so it stays unmasked and sibling tasks' screens
+    read alike."""
+    return [v for v in task_values(task).values() if v.strip().casefold() not in VERBS]
 
 
 def state_text(obs: Observation, task: Task, state: bool = True) -> str:
@@ -80,7 +97,20 @@ def generalise_selector(sel: Selector, values: dict[str, str]) -> Selector:
     if rid == sel.resource_id and (text != sel.text or label != sel.label):
         rid = ""  # the task value names the element; its id was where the value happened to be this time
     nth = None if (text != sel.text or label != sel.label) else sel.nth
-    return sel.model_copy(update={"text": text, "label": label, "resource_id": rid, "contains": contains, "nth": nth})
+    near = _anchor(sel.near, values)
+    if near:
+        nth = None  # the value's row says which one, whatever its position in another episode
+    return sel.model_copy(update={"text": text, "label": label, "resource_id": rid, "contains": contains, "nth": nth,
+                                  "near": near})
+
+
+def _anchor(near: str, values: dict[str, str]) -> str:
+    """A selector's anchor as a placeholder when its text carries a task value, else nothing: a literal
+    anchor is where this episode's content happened to be."""
+    if not near:
+        return ""
+    template, _ = _general(near, values)
+    return template if template != near and template.startswith("{") else ""
 
 
 def generalise_action(action: Action, task: Task) -> Action:
@@ -129,6 +159,38 @@ def performed_actions(traj: Trajectory) -> list[Performed]:
             if a.is_ui and a.kind is not ActionKind.RUN_SKILL:
                 out.append(Performed(step.index, a, step.observation, after, step.error is not None))
     return out
+
+
+class Step(Protocol):
+    """Anything that goes from one screen to another (a performed action, a subgoal)."""
+
+    @property
+    def before(self) -> Observation: ...
+
+    @property
+    def after(self) -> Observation: ...
+
+
+StepT = TypeVar("StepT", bound=Step)
+
+
+def direct_path(performed: Sequence[StepT], task: Task) -> list[StepT]:
+    """The steps with their detours cut (loop erasure): when a step brings the screen back to a state the
+    path was already in before an earlier step (it opened a view and closed it again), the steps since
+    that state are dropped. A step that changes nothing visible is kept (a checkbox, a field), and so is
+    the last one: the screen after it is the episode's end, which may show the page reset."""
+    path: list[StepT] = []
+    states: list[str] = []  # the state before each step on the path
+    for i, p in enumerate(performed):
+        path.append(p)
+        states.append(state_text(p.before, task))
+        if i == len(performed) - 1:
+            break
+        end = state_text(p.after, task)
+        if end in states[:-1]:
+            k = states.index(end)
+            del path[k:], states[k:]
+    return path
 
 
 def describe_templates(actions: tuple[Action, ...] | list[Action]) -> str:

@@ -15,7 +15,7 @@ from guimem.envs.base import Env
 from guimem.memory.kit import MemoryKit
 from guimem.memory.table import EventType, payload_json
 from guimem.storage.base import EventDraft
-from guimem.types import Action, ActionError, ActionErrorCode, ActionKind, Observation, Task, placeholders
+from guimem.types import Action, ActionError, ActionErrorCode, ActionKind, Behaviour, Observation, Task, placeholders
 
 
 class SkillProgram(BaseModel):
@@ -92,6 +92,16 @@ def can_start(program: SkillProgram, args: dict[str, str], observation: Observat
         return True
     res = first.selector.resolve(observation)
     return res.ok and res.element is not None
+
+
+def acts_here(behaviour: Behaviour, task: Task, observation: Observation) -> bool:
+    """Can one of ``behaviour``'s targeted steps act on this screen for ``task`` (its placeholders bound from
+    the task's values, its element found)? What another task learned may help here only then."""
+    for step in behaviour.actions:
+        if step.selector is not None and all(p in task.params for p in step.params()) and \
+                step.selector.resolve(observation, task.params).ok:
+            return True
+    return False
 
 
 def execute(env: Env, program: SkillProgram, args: dict[str, str], observation: Observation,

@@ -22,10 +22,10 @@ from guimem.embeddings import EmbedRole, cosine
 from guimem.envs.base import Env, Transition
 from guimem.llm import LLMClient
 from guimem.memory.base import RecallQuery, RoundLog, StoredRounds
-from guimem.memory.generalise import state_text, template_key
+from guimem.memory.generalise import direct_path, state_text, template_key
 from guimem.memory.indexcache import IndexCache, SavesCache
 from guimem.memory.kit import MemoryKit
-from guimem.memory.program import can_start, execute, record_use
+from guimem.memory.program import acts_here, can_start, execute, record_use
 from guimem.memory.ranking import mmr, tau_for
 from guimem.memory.settings import MemorySpec
 from guimem.memory.skills.induce import induce
@@ -132,6 +132,8 @@ class StackProposer:
         """Subgoals: from a success, those that changed the screen (their order is told by the screen
         they start on); from a failure, the subgoals that failed (not to be repeated from that screen)."""
         segments = self.segmenter.segment(traj)
+        if traj.outcome.success:
+            segments = direct_path(segments, traj.task)  # a detour that worked is no subgoal of the task
         out = []
         for i, seg in enumerate(segments):
             state = state_text(seg.before, traj.task)
@@ -308,9 +310,19 @@ class StackMemory(SavesCache, AdmissionMembers, StoredRounds):
         for item_id in self._pool.get(query.task.app, []):
             item = self.lifecycle.entries[item_id][0]
             if offerable(item, query.task, contract, self.spec.exclude_source_task) and \
-                    self._fits_screen(item, query, state, here):
+                    self._fits_screen(item, query, state, here) and \
+                    (item.kind != "procedure" or acts_here(item.behaviour, query.task, query.observation)):
                 out.append((item_id, item))
+        if len(out) > 1:  # the most relevant first (SGDR's relevance, as recall ranks)
+            q = self._query(query, here)
+            out.sort(key=lambda pair: -float(self._vector(*pair) @ q))
         return out
+
+    def _query(self, query: RecallQuery, here: _Screen) -> NDArray[np.float32]:
+        """SGDR's relevance query: α · this screen + (1 − α) · the goal."""
+        alpha = self.spec.skills.alpha
+        q: NDArray[np.float32] = alpha * here() + (1 - alpha) * self.kit.embed_text(query.task.goal)
+        return q
 
     def recall(self, query: RecallQuery) -> Injection:
         """MMR across kinds under the token budget; abstain when nothing fits. The screen is embedded
@@ -321,8 +333,7 @@ class StackMemory(SavesCache, AdmissionMembers, StoredRounds):
             has_items = self.lifecycle.has_items
             note = "no compatible knowledge" if has_items else "memory is empty"
             return Injection(method=self.name, abstained=has_items, note=note, withheld=tuple(withheld))
-        alpha = self.spec.skills.alpha
-        q = alpha * here() + (1 - alpha) * self.kit.embed_text(query.task.goal)
+        q = self._query(query, here)
         vectors = np.stack([self._vector(i, it) for i, it, _ in eligible])
         scores = (vectors @ q).astype(np.float32)
         order = mmr(scores, vectors, len(eligible), self.spec.skills.mmr_lambda)

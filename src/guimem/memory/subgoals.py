@@ -16,7 +16,14 @@ from pydantic import BaseModel, Field
 
 from guimem.llm import LLMClient, complete_json, text_message
 from guimem.llm.prompts import render_screen, template
-from guimem.memory.generalise import Performed, describe_templates, generalise_action, performed_actions, state_text
+from guimem.memory.generalise import (
+    Performed,
+    describe_templates,
+    direct_path,
+    generalise_action,
+    performed_actions,
+    state_text,
+)
 from guimem.types import Action, Behaviour, Observation, Trajectory
 
 
@@ -161,9 +168,20 @@ class Annotator(Protocol):
 class OfflineAnnotator:
     """Rules: intent from the actions; success from the episode outcome and whether the effect held.
 
-    A successful episode's segments are ``yes`` unless one of their actions failed; in a failed
-    episode the last segment is ``no`` and the others ``uncertain`` (or ``no`` if an action failed).
+    A successful episode's segments are ``yes`` unless one of their actions failed or their effect did
+    not hold (a detour: a later step brought the screen back to where the segment started, see
+    `direct_path`), which are ``uncertain``; in a failed episode the last segment is ``no`` and the
+    others ``uncertain`` (or ``no`` if an action failed).
     """
+
+    def __init__(self) -> None:
+        self._path: tuple[str, set[tuple[int, str]]] | None = None  # the last episode's direct path
+
+    def _held(self, segment: Segment, traj: Trajectory) -> bool:
+        if self._path is None or self._path[0] != traj.episode_id:
+            path = direct_path(performed_actions(traj), traj.task)
+            self._path = (traj.episode_id, {(p.step, p.action.model_dump_json()) for p in path})
+        return all((p.step, p.action.model_dump_json()) in self._path[1] for p in segment.actions)
 
     def annotate(self, segment: Segment, traj: Trajectory, is_last: bool) -> Annotation:
         """Annotate deterministically."""
@@ -171,7 +189,7 @@ class OfflineAnnotator:
         any_failed = any(p.failed for p in segment.actions)
         label: SuccessLabel
         if traj.outcome.success:
-            label = "uncertain" if any_failed else "yes"
+            label = "uncertain" if any_failed or not self._held(segment, traj) else "yes"
         else:
             label = "no" if (is_last or any_failed) else "uncertain"
         return Annotation(text=describe_templates(behaviour.actions), effect=effect_of(segment, traj),

@@ -30,7 +30,7 @@ from guimem.types.files import (
     write_trajectories,
 )
 from guimem.types.preflight import Preflight
-from guimem.types.signature import mask_text, screen_signature, structure_hash
+from guimem.types.signature import mask_text, page_view, screen_signature, structure_hash
 from guimem.types.text import plural, shorten
 from guimem.types.ui import (
     Bounds,
@@ -79,6 +79,7 @@ __all__ = [
     "mask_text",
     "new_episode_id",
     "normalise_text",
+    "page_view",
     "parse_trajectory_line",
     "placeholders",
     "plural",

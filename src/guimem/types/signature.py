@@ -77,6 +77,20 @@ def screen_signature(observation: Observation, masks: Iterable[str] = (), state:
     return "\n".join(lines)
 
 
+_VIEW_PARTS = 6
+
+
+def page_view(elements: Iterable[UIElement]) -> str:
+    """A page's location from its structure alone: the distinct containers (ids of the nearest ancestors
+    with one) of its elements, numbers masked, sorted, at most six, e.g. ``#main #main-header``.
+
+    For an env whose pages have no address of their own (MiniWoB++'s every task is its own file), this
+    is the screen's identity: a page is the same page whichever task opened it, and a view that shows
+    other containers (an opened e-mail, a dialog) is another screen."""
+    parts = sorted({_NUMBER.sub("#", el.container.strip())[:_MAX_TEXT] for el in elements if el.container.strip()})
+    return " ".join(f"#{p}" for p in parts[:_VIEW_PARTS])
+
+
 def structure_hash(observation: Observation) -> str:
     """A structural hash (AutoDroid-style): app, location and the roles and ids of interactive elements."""
     parts = [observation.app, _NUMBER.sub("#", observation.location)]

@@ -110,6 +110,44 @@ def fill(template: str, params: dict[str, str]) -> str:
     return _PLACEHOLDER.sub(lambda m: params.get(m.group(1), m.group(0)), template)
 
 
+def _reported(el: UIElement) -> bool:
+    return el.bounds.w > 0 or el.bounds.h > 0
+
+
+def _distance(a: UIElement, b: UIElement) -> tuple[float, float]:
+    """How far ``b`` is from ``a``: rows first (vertical distance of centres), then columns."""
+    (ax, ay), (bx, by) = a.bounds.center, b.bounds.center
+    return abs(ay - by), abs(ax - bx)
+
+
+def _anchor_text(element: UIElement, observation: Observation) -> str:
+    """The text of the element nearest ``element`` whose text no other element on the screen has."""
+    if not _reported(element):
+        return ""
+    counts: dict[str, int] = {}
+    for el in observation.elements:
+        key = normalise_text(el.text)
+        counts[key] = counts.get(key, 0) + 1
+    unique = [el for el in observation.elements if el.ref != element.ref and _reported(el) and el.text.strip()
+              and counts[normalise_text(el.text)] == 1]
+    return min(unique, key=lambda el: _distance(element, el)).text if unique else ""
+
+
+def _nearest(found: list[UIElement], observation: Observation, near: str) -> Resolution:
+    """The match nearest the anchor: the one element whose text is ``near``, else the one whose text contains
+    it (no such anchor, or several: no match)."""
+    shown = [el for el in observation.elements if near and _reported(el)]
+    anchors = [el for el in shown if normalise_text(el.text) == near] or \
+        [el for el in shown if near in normalise_text(el.text)]
+    if len(anchors) != 1:
+        return Resolution(status=MatchStatus.NO_MATCH if not anchors else MatchStatus.AMBIGUOUS,
+                          candidates=len(found))
+    ranked = sorted((_distance(anchors[0], el), i) for i, el in enumerate(found) if _reported(el))
+    if not ranked or (len(ranked) > 1 and ranked[0][0] == ranked[1][0]):
+        return Resolution(status=MatchStatus.AMBIGUOUS, candidates=len(found))
+    return Resolution(status=MatchStatus.OK, element=found[ranked[0][1]], candidates=len(found))
+
+
 class MatchStatus(StrEnum):
     """How a selector resolved."""
 
@@ -140,7 +178,9 @@ class Selector(BaseModel):
 
     Each field may hold ``{param}`` placeholders that are bound from task parameters. Fields left
     empty do not constrain the match. ``contains`` makes ``text`` match as a substring (a row whose
-    text includes a sender's name). ``nth`` picks among several matches in document order.
+    text includes a sender's name). ``nth`` picks among several matches in document order; ``near``
+    picks the match nearest an anchor, the one element whose text contains ``near`` (the star icon in
+    the row of the e-mail from ``{by}``), so the choice follows a value rather than a position.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -151,21 +191,25 @@ class Selector(BaseModel):
     resource_id: str = ""
     contains: bool = False
     nth: int | None = None
+    near: str = Field(default="", max_length=200)
 
     @classmethod
     def for_element(cls, element: UIElement, observation: Observation | None = None) -> Selector:
-        """The most specific selector that names ``element`` (unique in ``observation`` if given)."""
+        """The most specific selector that names ``element`` (unique in ``observation`` if given): when
+        several elements match, both its position (``nth``) and the text of the nearest element whose
+        text is unique on the screen (``near``; memory keeps it only when it is a task value)."""
         sel = cls(role=element.role, text=element.text, label=element.label, resource_id=element.resource_id)
         if observation is None:
             return sel
         matches = sel.matches(observation, {})
         if len(matches) > 1:
-            sel = sel.model_copy(update={"nth": [m.ref for m in matches].index(element.ref)})
+            sel = sel.model_copy(update={"nth": [m.ref for m in matches].index(element.ref),
+                                         "near": _anchor_text(element, observation)[:200]})
         return sel
 
     def params(self) -> list[str]:
         """Placeholder names used by this selector."""
-        return [p for f in (self.text, self.label, self.resource_id) for p in placeholders(f)]
+        return [p for f in (self.text, self.label, self.resource_id, self.near) for p in placeholders(f)]
 
     def bind(self, params: dict[str, str]) -> Selector:
         """A copy with placeholders filled from ``params``."""
@@ -174,6 +218,7 @@ class Selector(BaseModel):
                 "text": fill(self.text, params),
                 "label": fill(self.label, params),
                 "resource_id": fill(self.resource_id, params),
+                "near": fill(self.near, params),
             }
         )
 
@@ -202,6 +247,8 @@ class Selector(BaseModel):
         if missing:
             return Resolution(status=MatchStatus.UNBOUND, missing_params=missing)
         found = self.matches(observation, params)
+        if self.near and found:
+            return _nearest(found, observation, normalise_text(fill(self.near, params)))
         if self.nth is not None and 0 <= self.nth < len(found):
             return Resolution(status=MatchStatus.OK, element=found[self.nth], candidates=len(found))
         if len(found) == 1:
@@ -216,4 +263,6 @@ class Selector(BaseModel):
         nth = f"[{self.nth}]" if self.nth is not None else ""
         if self.contains and name:
             name = f"*{name}*"
+        if self.near:
+            nth = f' near "{self.near}"'
         return f'{role} "{name}"{nth}' if name else f"{role}{nth}"

@@ -16,9 +16,9 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
 
-from guimem.types import Bounds, Observation, Role, UIElement
+from guimem.types import Bounds, Observation, Role, UIElement, page_view
 
 MAX_TEXT = 120
 MAX_LABEL = 80
@@ -50,8 +50,9 @@ def _clean(value: Any, limit: int) -> str:
 
 
 def location_of(url: Any) -> str:
-    """A screen's location from its URL: a local file's name without extension (MiniWoB's task pages
-    give the task name, as guimem's ``miniwob`` env does), else host and path without the query."""
+    """A screen's location from its URL: host and path without the query. A local file gives nothing: its
+    name is the task's (MiniWoB's every task is its own page), and a page is the same page whichever task
+    opened it, so the screen's structure (`page_view`) is its location, as in guimem's ``miniwob`` env."""
     if not isinstance(url, str) or not url:
         return ""
     try:
@@ -59,8 +60,7 @@ def location_of(url: Any) -> str:
     except ValueError:
         return ""
     if parts.scheme == "file":
-        stem = unquote(parts.path.rstrip("/").rsplit("/", 1)[-1])
-        return stem.rsplit(".", 1)[0] if "." in stem else stem
+        return ""
     return f"{parts.netloc}{parts.path}".rstrip("/")[:200]
 
 
@@ -380,6 +380,7 @@ def parse_observation(obs: Mapping[str, Any], app: str = "", location: str | Non
     node_list = nodes if isinstance(nodes, list) else []
     reader = _Reader(obs, node_list)
     elements = [el for node, children in _walk(node_list) if (el := reader.element(node, children)) is not None]
-    return Parsed(Observation(app=app, location=location_of(url) if location is None else location,
+    where = (location_of(url) or page_view(elements)) if location is None else location
+    return Parsed(Observation(app=app, location=where,
                               elements=tuple(elements), screenshot=screenshot, timestamp=timestamp),
                   reader.option_of, url)

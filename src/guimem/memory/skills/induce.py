@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from guimem.memory.generalise import (
     Performed,
+    direct_path,
     generalise_action,
     performed_actions,
     state_masks,
@@ -62,10 +63,11 @@ def describe(program: SkillProgram, traj: Trajectory, first: Performed) -> str:
 
 
 def induce(traj: Trajectory, lengths: tuple[int, ...] = WINDOW_LENGTHS) -> list[Candidate]:
-    """Every window of a *successful* trajectory (windows with a failed action are skipped)."""
+    """Every window of a *successful* trajectory's direct path (its detours cut; windows with a failed action
+    are skipped)."""
     if not traj.outcome.success:
         return []
-    performed = performed_actions(traj)
+    performed = direct_path(performed_actions(traj), traj.task)
     out: list[Candidate] = []
     for length in lengths:
         for start in range(0, len(performed) - length + 1):

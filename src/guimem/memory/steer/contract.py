@@ -9,19 +9,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from guimem.llm import LLMClient, complete_json, text_message
 from guimem.llm.prompts import template
-from guimem.memory.generalise import state_masks
+from guimem.memory.generalise import VERBS, state_masks
 from guimem.types import Task, mask_text
 
-VERBS = {
-    "click": "click", "press": "click", "tap": "click", "select": "select", "choose": "select", "pick": "select",
-    "enter": "enter", "type": "enter", "fill": "enter", "input": "enter", "search": "search", "find": "find",
-    "forward": "forward", "reply": "reply", "respond": "reply", "delete": "delete", "remove": "delete",
-    "trash": "delete", "star": "star", "mark": "star", "send": "send", "read": "read", "open": "open",
-    "login": "login", "log": "login", "sign": "login", "book": "book", "buy": "book", "navigate": "navigate",
-    "switch": "navigate", "expand": "expand", "check": "check", "uncheck": "uncheck", "like": "like",
-    "retweet": "share", "share": "share", "mute": "mute", "block": "block", "copy": "copy", "paste": "paste",
-    "submit": "click", "focus": "focus", "drag": "drag", "use": "use", "set": "set",
-}
 GENERIC = frozenset({"click", "select", "find", "use", "open", "enter", "navigate", "focus", "set"})
 OPPOSED = {frozenset(p) for p in (("forward", "reply"), ("delete", "star"), ("send", "read"), ("check", "uncheck"),
                                    ("like", "block"), ("login", "delete"), ("mute", "share"), ("delete", "reply"),
@@ -61,8 +51,9 @@ class OfflineContractParser:
 
     def parse(self, task: Task) -> TaskContract:
         """Parse deterministically. A task value that is itself a verb of the lexicon (``task: forward``) is
-        what the task asks to do, not a volatile name: it stays unmasked, so siblings keep their verbs."""
-        masks = [m for m in state_masks(task) if m.strip().lower() not in VERBS]
+        what the task asks to do, not a volatile name: `state_masks` leaves it unmasked, so siblings keep
+        their verbs."""
+        masks = state_masks(task)
         goal = mask_text(task.goal, masks, limit=None).lower()  # the whole goal: roles often come last
         words = _WORD.findall(goal)
         verbs = [VERBS[w] for w in words if w in VERBS]

@@ -10,6 +10,7 @@ from guimem.llm import LLMClient, complete_json, text_message
 from guimem.llm.prompts import template
 from guimem.memory.generalise import (
     Performed,
+    direct_path,
     generalise_action,
     performed_actions,
     state_masks,
@@ -44,7 +45,7 @@ def culprit(performed: list[Performed], traj: Trajectory) -> int | None:
 
 def _procedure(traj: Trajectory, performed: list[Performed], parser: ContractParser, round_index: int,
                content: str | None = None) -> KnowledgeItem:
-    steps = tuple(generalise_action(p.action, traj.task) for p in performed if not p.failed)
+    steps = tuple(generalise_action(p.action, traj.task) for p in direct_path(performed, traj.task) if not p.failed)
     goal = mask_text(traj.task.goal, state_masks(traj.task), limit=None)
     text = content or f"To '{goal}': " + "; ".join(f"{i + 1}) {a.describe()}" for i, a in enumerate(steps))
     contract = parser.parse(traj.task)

@@ -1,7 +1,7 @@
 """Scope earned, not assumed: an item of one task is tried on the other tasks of its app, and its scope
 widens to the app only on their evidence — and narrows again where it harms.
 
-The stack's rule (`AdmissionRules.transfer`): a skill or a successful subgoal learned on task S, still
+The stack's rule (`AdmissionRules.transfer`): a skill, a procedure or a successful subgoal learned on task S, still
 task-scoped, is offered to an episode of another task T of the same app when T's contract does not
 conflict with the item's (the verb, the object, the roles), the item fits T's screen, and T is not one
 it harmed. There it is a trial against matched controls of T (balanced per task, round and slot, as
@@ -28,8 +28,9 @@ MIN_TASKS = 2
 
 
 def transferable(item: KnowledgeItem) -> bool:
-    """A task-scoped skill or successful subgoal (what can act on another task's screen)."""
-    return item.scope is Scope.TASK and (item.kind == "skill" or (item.kind == "edge" and not is_failure(item)))
+    """A task-scoped skill, procedure or successful subgoal (what can act on another task's screen)."""
+    return item.scope is Scope.TASK and (item.kind in ("skill", "procedure") or
+                                         (item.kind == "edge" and not is_failure(item)))
 
 
 def own_tasks(item: KnowledgeItem) -> set[str]:
