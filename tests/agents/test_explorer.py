@@ -67,3 +67,18 @@ def test_warnings_make_the_explorer_avoid_an_action():
     ref = Selector(role=Role.BUTTON, text="Login").resolve(obs).element.ref
     choices = decide(obs, env.task, procedure(submit, avoid=True))
     assert not any(a.kind is ActionKind.TAP and a.ref == ref for a in choices)
+
+
+def test_advice_for_and_against_one_action_from_here_cancels_out():
+    """A procedure learned on one seed says to type here, a warning learned on another says that failed
+    from here: memory cannot tell the two apart, so the explorer decides as it would without it."""
+    env, obs = setup()
+    user = Action(kind=ActionKind.TYPE, selector=Selector(role=Role.TEXTBOX, label="username"), text="{username}")
+    do = InjectedItem(id="p", kind=ItemKind.PROCEDURE, text="type it", behaviour=Behaviour(actions=(user,)),
+                      success=True, score=1.0)
+    dont = InjectedItem(id="w", kind=ItemKind.WARNING, text="do not type it",
+                        behaviour=Behaviour(actions=(user,), avoid=True), score=1.0)
+    alone = decide(obs, env.task)
+    assert decide(obs, env.task, Injection(items=(do, dont))) == alone
+    assert decide(obs, env.task, Injection(items=(do,))) != alone, "either alone still steers"
+    assert decide(obs, env.task, Injection(items=(dont,))) != alone

@@ -153,10 +153,31 @@ class ExplorerPolicy:
         """Prefer what recalled successes say to do next; avoid what warnings and failures name.
 
         A failure record names an action that failed *from where it was taken*; when a successful
-        behaviour that is already under way says to take that action now, the success wins.
+        behaviour that is already under way says to take that action now, the success wins. When one
+        record says to take an action from here and another says it failed from here, and neither is
+        under way, memory cannot tell them apart (it learned both from screens alike): neither applies.
         """
+        obs = inp.observation
+        prefer, avoid = self._advice(inp, cands, done)
+        avoided = [(key, template, why) for template, prefix, why in avoid
+                   if (key := self._key_here(obs, template)) is not None
+                   and (prefix is None or self._repeats(obs, prefix, done))]
+        under_way = {k for a, _, _, going in prefer if going and (k := self._key_here(obs, a))}
+        warned = {key for key, _, _ in avoided} - under_way
+        contested = {k for a, _, _, going in prefer if not going and (k := self._key_here(obs, a)) in warned}
+        for template, bonus, why, _ in prefer:
+            if self._key_here(obs, template) not in contested:
+                self._adjust(obs, cands, template, bonus, why)
+        for key, template, why in avoided:
+            if key in warned and key not in contested:
+                self._adjust(obs, cands, template, -self.avoid_penalty, why)
+
+    def _advice(self, inp: PolicyInput, cands: dict[CandKey, Candidate], done: set[CandKey]
+                ) -> tuple[list[tuple[Action, float, str, bool]], list[Avoid]]:
+        """What the recalled items say: (next action, bonus, why, under way) to take, and what to avoid
+        (a skill that can start here is offered as a candidate of its own)."""
         avoid: list[Avoid] = []
-        under_way: set[CandKey] = set()
+        prefer: list[tuple[Action, float, str, bool]] = []
         for item in inp.injection.items:
             actions = [a.bind(inp.task.params) for a in item.behaviour.actions]
             warned = _warned(item, actions)
@@ -170,16 +191,12 @@ class ExplorerPolicy:
                 if item.kind is ItemKind.SKILL and progress == 0 and item.name:
                     self._offer_skill(inp, cands, item, bonus)
                     continue
-                key = self._adjust(inp.observation, cands, nxt, bonus, f"recalled {item.kind.value} {item.id}")
-                if progress > 0 and key is not None:
-                    under_way.add(key)
-        for template, prefix, why in avoid:
-            concrete = self._concrete(inp.observation, template)
-            if concrete is None or _key(concrete) in under_way:
-                continue
-            if prefix is not None and not self._repeats(inp.observation, prefix, done):
-                continue
-            self._adjust(inp.observation, cands, template, -self.avoid_penalty, why)
+                prefer.append((nxt, bonus, f"recalled {item.kind.value} {item.id}", progress > 0))
+        return prefer, avoid
+
+    def _key_here(self, obs: Observation, template: Action) -> CandKey | None:
+        concrete = self._concrete(obs, template)
+        return None if concrete is None else _key(concrete)
 
     def _offer_skill(self, inp: PolicyInput, cands: dict[CandKey, Candidate], item: InjectedItem,
                      bonus: float) -> None:
