@@ -20,6 +20,7 @@ from guimem.memory.hostile import (
     screen_item,
     steered,
 )
+from guimem.memory.roles import rebind
 from guimem.memory.settings import Defences
 from guimem.storage import Store
 from guimem.tokens import TokenCounter
@@ -71,8 +72,12 @@ class MemoryKit:
         """Render items into one text block and count its tokens, through the defences: every item's
         page text is listed on it (``page``), an item carrying text that addresses the agent — or, given
         the screen (``observation``, ``task``), pointing where hostile text on it points — is kept out
-        (``quarantined``) unless a person admitted it, and page text is quoted in the text."""
+        (``quarantined``) unless a person admitted it, and page text is quoted in the text. Given the task,
+        each item's placeholders are renamed to the task's parameters they bind to by their role in the
+        goal, where the task names them otherwise (`guimem.memory.roles`)."""
         shown, kept = guard(items, self.defences, observation, task)
+        if task is not None:  # placeholders another task named otherwise bind to this task's values by role
+            shown = [rebind(item, task) for item in shown]
         text = render_block(title, shown, quote=self.defences.quote) if shown else ""
         return Injection(method=method, items=tuple(shown), text=text, tokens=self.counter.count(text),
                          abstained=abstained, note=note, withheld=withheld, quarantined=kept)

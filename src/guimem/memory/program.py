@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from guimem.envs.base import Env
 from guimem.memory.kit import MemoryKit
+from guimem.memory.roles import bound_args
 from guimem.memory.table import EventType, payload_json
 from guimem.storage.base import EventDraft
 from guimem.types import Action, ActionError, ActionErrorCode, ActionKind, Behaviour, Observation, Task, placeholders
@@ -25,14 +26,20 @@ class SkillProgram(BaseModel):
 
     params: tuple[str, ...] = ()
     steps: tuple[Action, ...]
+    roles: dict[str, str] = Field(default_factory=dict, max_length=32)
+    """Each parameter's role in the goal it was learned on (`guimem.memory.roles`)."""
 
     @classmethod
-    def from_templates(cls, steps: tuple[Action, ...]) -> SkillProgram:
+    def from_templates(cls, steps: tuple[Action, ...], roles: dict[str, str] | None = None) -> SkillProgram:
         """A program whose parameters are the placeholders its steps use, in order."""
         names: list[str] = []
         for step in steps:
             names += [n for n in step.params() if n not in names]
-        return cls(params=tuple(names), steps=steps)
+        return cls(params=tuple(names), steps=steps, roles={n: r for n, r in (roles or {}).items() if n in names})
+
+    def args_for(self, task: Task) -> dict[str, str]:
+        """The task's values for this program's parameters: by name, else by role in the task's goal."""
+        return bound_args(self.params, self.roles, task)
 
     def render(self, name: str, doc: str = "") -> str:
         """Readable Python-like code for prompts and ``guimem memory show``."""
@@ -97,9 +104,10 @@ def can_start(program: SkillProgram, args: dict[str, str], observation: Observat
 def acts_here(behaviour: Behaviour, task: Task, observation: Observation) -> bool:
     """Can one of ``behaviour``'s targeted steps act on this screen for ``task`` (its placeholders bound from
     the task's values, its element found)? What another task learned may help here only then."""
+    args = bound_args({n for a in behaviour.actions for n in a.params()}, behaviour.roles, task)
     for step in behaviour.actions:
-        if step.selector is not None and all(p in task.params for p in step.params()) and \
-                step.selector.resolve(observation, task.params).ok:
+        if step.selector is not None and all(p in args for p in step.params()) and \
+                step.selector.resolve(observation, args).ok:
             return True
     return False
 

@@ -164,8 +164,9 @@ class StackProposer:
         longest = max(len(w.program.steps) for w in windows)
         for cand in (w for w in windows if len(w.program.steps) == longest):
             if verify(self.env_factory(), cand.program, cand.source).ok:
-                return [self._item(traj, "skill", cand.description, Behaviour(actions=cand.program.steps), "",
-                                   round_index, f"skill|{cand.key}", name=cand.name, program=cand.program)]
+                behaviour = Behaviour(actions=cand.program.steps, roles=cand.program.roles)
+                return [self._item(traj, "skill", cand.description, behaviour, "", round_index, f"skill|{cand.key}",
+                                   name=cand.name, program=cand.program)]
         return []
 
 
@@ -263,7 +264,7 @@ class StackMemory(SavesCache, AdmissionMembers, StoredRounds):
     def _fits_screen(self, item: KnowledgeItem, query: RecallQuery, state: str, here: _Screen) -> bool:
         """Edges must start on a screen like this one; skills must be able to start here."""
         if item.kind == "skill" and item.program is not None:
-            return can_start(item.program, query.task.params, query.observation)
+            return can_start(item.program, item.program.args_for(query.task), query.observation)
         if item.kind != "edge" or item.applicability.state == state:
             return True
         vec = self._states.get(item.applicability.state)
@@ -362,7 +363,8 @@ class StackMemory(SavesCache, AdmissionMembers, StoredRounds):
         """Execute a skill item by name."""
         for item_id, (item, _) in self.lifecycle.entries.items():
             if item.kind == "skill" and item.name == action.skill and item.program is not None:
-                run = execute(env, item.program, {**task.params, **action.args}, observation, name=item.name)
+                run = execute(env, item.program, {**item.program.args_for(task), **action.args}, observation,
+                              name=item.name)
                 record_use(self.kit, item_id, task, run)
                 return Transition(run.observation, run.error, run.done), run.performed
         err = ActionError(code=ActionErrorCode.SKILL_FAILED, message=f"no skill named {action.skill!r}",

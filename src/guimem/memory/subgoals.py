@@ -24,6 +24,7 @@ from guimem.memory.generalise import (
     performed_actions,
     state_text,
 )
+from guimem.memory.roles import roles_of
 from guimem.types import Action, Behaviour, Observation, Trajectory
 
 
@@ -129,7 +130,8 @@ class Annotation(BaseModel):
 
 def behaviour_of(segment: Segment, traj: Trajectory) -> Behaviour:
     """The segment's actions as ref-free templates with task values as placeholders."""
-    return Behaviour(actions=tuple(generalise_action(p.action, traj.task) for p in segment.actions))
+    actions = tuple(generalise_action(p.action, traj.task) for p in segment.actions)
+    return Behaviour(actions=actions, roles=roles_of(actions, traj.task))
 
 
 def effect_of(segment: Segment, traj: Trajectory) -> str:

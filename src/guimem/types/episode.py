@@ -79,12 +79,15 @@ class Behaviour(BaseModel):
     Attributes:
         actions: Action templates; selectors and text may hold ``{param}`` placeholders.
         avoid: True for warnings: the policy should not take these actions.
+        roles: Placeholder → its role in the goal it was learned on (the word before its value: ``to``,
+            ``by``, ``text``), so another task binds it by role when its parameters are named otherwise.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     actions: tuple[Action, ...] = ()
     avoid: bool = False
+    roles: dict[str, str] = Field(default_factory=dict, max_length=32)
 
 
 class ItemKind(StrEnum):

@@ -17,6 +17,7 @@ from guimem.memory.generalise import (
     template_key,
 )
 from guimem.memory.program import SkillProgram
+from guimem.memory.roles import roles_of
 from guimem.memory.settings import WINDOW_LENGTHS
 from guimem.types import Action, Trajectory, mask_text
 
@@ -75,7 +76,7 @@ def induce(traj: Trajectory, lengths: tuple[int, ...] = WINDOW_LENGTHS) -> list[
             if any(p.failed for p in window):
                 continue
             steps = tuple(generalise_action(p.action, traj.task) for p in window)
-            program = SkillProgram.from_templates(steps)
+            program = SkillProgram.from_templates(steps, roles_of(steps, traj.task))
             key = template_key(steps)
             digest = hashlib.sha1(key.encode()).hexdigest()[:6]
             source = SkillSource(

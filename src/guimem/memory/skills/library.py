@@ -293,12 +293,13 @@ class SkillMemory(SavesCache, StoredRounds):
     def _starts_here(self, body: SkillBody, query: RecallQuery) -> bool:
         """Does the skill start on this screen: its arguments are the task's, and its first step finds
         its element here."""
-        return can_start(body.program, query.task.params, query.observation)
+        return can_start(body.program, body.program.args_for(query.task), query.observation)
 
     def _item(self, skill_id: str, body: SkillBody, score: float) -> InjectedItem:
         code = body.program.render(body.name)
         return InjectedItem(id=skill_id, kind=ItemKind.SKILL, name=body.name, text=code.replace("\n", "\n  "),
-                            behaviour=Behaviour(actions=body.program.steps), score=score, success=True,
+                            behaviour=Behaviour(actions=body.program.steps, roles=body.program.roles), score=score,
+                            success=True,
                             sources=(body.source.task, *body.tasks))
 
     def run_skill(self, env: Env, action: Action, task: Task, observation: Observation
@@ -310,7 +311,7 @@ class SkillMemory(SavesCache, StoredRounds):
                               action=action.describe())
             return Transition(observation, err), ()
         skill_id, body, _ = entry
-        run = execute(env, body.program, {**task.params, **action.args}, observation, name=body.name)
+        run = execute(env, body.program, {**body.program.args_for(task), **action.args}, observation, name=body.name)
         record_use(self.kit, skill_id, task, run)
         return Transition(run.observation, run.error, run.done), run.performed
 

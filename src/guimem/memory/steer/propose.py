@@ -18,6 +18,7 @@ from guimem.memory.generalise import (
     state_text,
     template_key,
 )
+from guimem.memory.roles import roles_of
 from guimem.memory.steer.contract import ContractParser
 from guimem.memory.steer.items import Applicability, KnowledgeItem, Provenance, Scope
 from guimem.types import Behaviour, Origin, Trajectory, mask_text
@@ -52,7 +53,8 @@ def _procedure(traj: Trajectory, performed: list[Performed], parser: ContractPar
     return KnowledgeItem(
         kind="procedure", applicability=Applicability(app=traj.task.app, task=traj.task.id, contract=contract),
         completion=contract.completion or "task reward 1", scope=Scope.TASK, content=text,
-        behaviour=Behaviour(actions=steps), key=f"procedure|{traj.task.id}|{template_key(steps)}",
+        behaviour=Behaviour(actions=steps, roles=roles_of(steps, traj.task)),
+        key=f"procedure|{traj.task.id}|{template_key(steps)}",
         provenance=Provenance(episodes=[traj.episode_id], tasks=[traj.task.id], outcomes=[True]),
         created_round=round_index, origin=Origin.ACTION if content is None else Origin.MODEL,
     )
@@ -73,7 +75,7 @@ def _warning(traj: Trajectory, performed: list[Performed], index: int, parser: C
         kind="warning", applicability=Applicability(app=traj.task.app, task=traj.task.id, contract=contract,
                                                     state=state),
         completion=contract.completion or "task reward 1", scope=Scope.TASK, content=text,
-        behaviour=Behaviour(actions=(template,), avoid=True),
+        behaviour=Behaviour(actions=(template,), avoid=True, roles=roles_of([template], traj.task)),
         key=f"warning|{traj.task.id}|{template_key([template])}|{state}",
         provenance=Provenance(episodes=[traj.episode_id], tasks=[traj.task.id], outcomes=[False]),
         created_round=round_index, origin=Origin.ACTION if content is None else Origin.MODEL,

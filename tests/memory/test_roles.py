@@ -1,0 +1,52 @@
+"""Parameters bind by their role in the goal: a skill or subgoal learned on one task acts on a sibling whose
+extractor names the same values otherwise, and stays unbound where no value has that role."""
+
+from __future__ import annotations
+
+from guimem.agents.base import PolicyInput
+from guimem.agents.explorer import ExplorerPolicy
+from guimem.memory.program import SkillProgram, can_start
+from guimem.memory.roles import binding, goal_roles, rebind
+from guimem.types import Action, ActionKind, Behaviour, InjectedItem, Injection, ItemKind, Role, Selector, Task
+from tests.memory.test_screen_identity import screen
+
+FORWARD = Task(id="forward", app="miniwob", goal="Find the email by Livia and forward that email to Maura.",
+               params={"by": "Livia", "to": "Maura"})
+OTHER_NAMES = Task(id="sibling", app="miniwob", goal="Find the email by Kalila and forward that email to Ange.",
+                   params={"sender": "Kalila", "recipient": "Ange"})
+OTHER_WORDS = Task(id="phrased", app="miniwob", goal="Send Ange the email you got from Kalila.",
+                   params={"sender": "Kalila", "recipient": "Ange"})
+OPEN = Action(kind=ActionKind.TAP, selector=Selector(role=Role.BUTTON, text="{by}", contains=True))
+TYPE_TO = Action(kind=ActionKind.TYPE, selector=Selector(role=Role.TEXTBOX, label="to"), text="{to}")
+
+
+def test_a_value_s_role_is_the_word_the_goal_puts_before_it():
+    assert goal_roles(FORWARD) == {"by": "by", "to": "to"}
+    assert goal_roles(OTHER_WORDS) == {"sender": "from", "recipient": "send"}
+    reply = Task(id="r", app="miniwob", goal='Reply to Livia with the text "Nulla. Fusce."', params={"by": "Livia"})
+    assert goal_roles(reply) == {"by": "to", "quoted0": "text"}
+
+
+def test_a_skill_from_one_sibling_binds_to_another_s_values_by_role():
+    obs, _ = screen("email-inbox-forward-501-inbox")
+    program = SkillProgram.from_templates((OPEN, TYPE_TO), goal_roles(FORWARD))
+    assert program.params == ("by", "to") and program.roles == {"by": "by", "to": "to"}
+    assert program.args_for(OTHER_NAMES) == {**OTHER_NAMES.params, "by": "Kalila", "to": "Ange"}
+    assert can_start(program, program.args_for(OTHER_NAMES), obs), "opens Kalila's e-mail on the recorded inbox"
+    assert binding(program.params, program.roles, OTHER_WORDS) == {}, "no value has the role 'by' there: unbound"
+    assert not can_start(program, program.args_for(OTHER_WORDS), obs)
+    assert binding(program.params, program.roles, FORWARD) == {"by": "by", "to": "to"}, "a name that exists wins"
+
+
+def test_recalled_behaviour_is_renamed_to_this_task_s_parameters_and_the_explorer_follows_it():
+    obs, _ = screen("email-inbox-forward-501-inbox")
+    item = InjectedItem(id="e", kind=ItemKind.EDGE, text="open it", success=True, score=1.0,
+                        behaviour=Behaviour(actions=(OPEN,), roles={"by": "by"}))
+    here = rebind(item, OTHER_NAMES)
+    assert here.behaviour.actions[0].selector.text == "{sender}" and here.behaviour.roles == {"sender": "by"}
+    assert rebind(item, OTHER_WORDS) == item, "nothing to bind to: left as it is (its step cannot act)"
+    policy = ExplorerPolicy()
+    policy.reset(OTHER_NAMES)
+    chosen = policy.act(PolicyInput(task=OTHER_NAMES, observation=obs, injection=Injection(items=(here,))))
+    target = next(e for e in obs.elements if e.role is Role.BUTTON and e.text.startswith("Kalila"))
+    assert chosen.action.ref == target.ref
