@@ -9,11 +9,21 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from guimem.types import Action, ActionKind, Observation, Selector, Task, Trajectory, mask_text, screen_signature
+from guimem.types import (
+    Action,
+    ActionKind,
+    Observation,
+    Selector,
+    Task,
+    Trajectory,
+    UIElement,
+    mask_text,
+    screen_signature,
+)
 from guimem.types.actions import TARGETED_KINDS
 
 # The verb lexicon: what a task can ask to do (the TaskContract's actions). A task value that is one of these
@@ -63,7 +73,7 @@ def state_qualifier(obs: Observation, task: Task, limit: int = 4) -> str:
     masks = state_masks(task)
     parts = []
     for el in obs.elements:
-        name = mask_text(el.label or el.resource_id or el.text, masks, limit=None)
+        name = field_name(el, masks)
         if not name:
             continue
         if el.editable:
@@ -73,6 +83,18 @@ def state_qualifier(obs: Observation, task: Task, limit: int = 4) -> str:
     if len(parts) > limit:
         parts = [*parts[:limit], f"{len(parts) - limit} more"]
     return ", ".join(parts)
+
+
+def field_name(el: UIElement, masks: Iterable[str]) -> str:
+    """What a screen's field is called, its task values masked (as `state_qualifier` names it)."""
+    return mask_text(el.label or el.resource_id or el.text, masks, limit=None)
+
+
+def filled_fields(obs: Observation, masks: Iterable[str]) -> tuple[str, ...]:
+    """The names of the screen's editable fields that hold a value, sorted."""
+    masks = list(masks)
+    return tuple(sorted({name for el in obs.elements if el.editable and el.value
+                         and (name := field_name(el, masks))}))
 
 
 def _general(value: str, values: dict[str, str]) -> tuple[str, bool]:

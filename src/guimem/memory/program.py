@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field
 
 from guimem.envs.base import Env
+from guimem.memory.generalise import filled_fields
 from guimem.memory.kit import MemoryKit
 from guimem.memory.roles import bound_args
 from guimem.memory.table import EventType, payload_json
@@ -28,14 +29,19 @@ class SkillProgram(BaseModel):
     steps: tuple[Action, ...]
     roles: dict[str, str] = Field(default_factory=dict, max_length=32)
     """Each parameter's role in the goal it was learned on (`guimem.memory.roles`)."""
+    needs: tuple[str, ...] = Field(default=(), max_length=32)
+    """Fields that were filled where the program started when it was learned (a window from the middle
+    of an episode presupposes the steps before it): it can start only where they are filled."""
 
     @classmethod
-    def from_templates(cls, steps: tuple[Action, ...], roles: dict[str, str] | None = None) -> SkillProgram:
+    def from_templates(cls, steps: tuple[Action, ...], roles: dict[str, str] | None = None,
+                       needs: tuple[str, ...] = ()) -> SkillProgram:
         """A program whose parameters are the placeholders its steps use, in order."""
         names: list[str] = []
         for step in steps:
             names += [n for n in step.params() if n not in names]
-        return cls(params=tuple(names), steps=steps, roles={n: r for n, r in (roles or {}).items() if n in names})
+        return cls(params=tuple(names), steps=steps, roles={n: r for n, r in (roles or {}).items() if n in names},
+                   needs=needs)
 
     def args_for(self, task: Task) -> dict[str, str]:
         """The task's values for this program's parameters: by name, else by role in the task's goal."""
@@ -90,9 +96,11 @@ class SkillRun:
 
 
 def can_start(program: SkillProgram, args: dict[str, str], observation: Observation) -> bool:
-    """Can ``program`` start on this screen: are its arguments given, and does its first targeted step
-    find its element here (with the arguments filled)?"""
+    """Can ``program`` start on this screen: are its arguments given, are the fields it needs filled, and
+    does its first targeted step find its element here (with the arguments filled)?"""
     if any(p not in args for p in program.params) or not program.steps:
+        return False
+    if program.needs and not set(program.needs) <= set(filled_fields(observation, args.values())):
         return False
     first = program.steps[0].bind(args)
     if first.selector is None:

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from guimem.memory.generalise import (
     Performed,
     direct_path,
+    filled_fields,
     generalise_action,
     performed_actions,
     state_masks,
@@ -76,7 +77,8 @@ def induce(traj: Trajectory, lengths: tuple[int, ...] = WINDOW_LENGTHS) -> list[
             if any(p.failed for p in window):
                 continue
             steps = tuple(generalise_action(p.action, traj.task) for p in window)
-            program = SkillProgram.from_templates(steps, roles_of(steps, traj.task))
+            program = SkillProgram.from_templates(steps, roles_of(steps, traj.task),
+                                                  filled_fields(window[0].before, state_masks(traj.task)))
             key = template_key(steps)
             digest = hashlib.sha1(key.encode()).hexdigest()[:6]
             source = SkillSource(
