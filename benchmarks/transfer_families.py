@@ -44,6 +44,8 @@ class Delta:
 def delta(results: list[EpisodeResult], method: str, k: int, keep: set[str] | None = None) -> Delta:
     """``method`` against ``none`` on the tasks in ``keep`` (all when None)."""
     units = _units(results, keep)
+    if not units:
+        return Delta(0, 0.0, 0.0, 0.0, (0.0, 0.0), ())
     rounds = max(r.round for r in results) + 1
     base = pass_at(success_matrix([r for r in results if r.method == "none"], units, rounds), k).astype(float)
     mine = pass_at(success_matrix([r for r in results if r.method == method], units, rounds), k).astype(float)

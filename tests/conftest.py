@@ -44,7 +44,7 @@ def login_screen(username_value: str = "", distractor: str = "") -> Observation:
     ]
     if distractor:
         elements.append(UIElement(ref="6", role=Role.TEXT, text=distractor))
-    return Observation(app="miniwob", location="login-user", elements=tuple(elements))
+    return Observation(app="miniwob", location="#form", elements=tuple(elements))
 
 
 @pytest.fixture

@@ -69,6 +69,7 @@ def test_graph_merges_one_screen_across_seeds_keeps_screens_apart_and_recalls_fa
     assert graph.stats()["nodes"] > login_nodes, "a different screen gets its own node"
     assert login_nodes <= 3, "the login screen of three seeds is one node (plus end screens)"
     obs = env.reset(Task(id="login-user", goal="", app="miniwob", seed=9))
+    assert obs.location == "#form", "a page is located by its structure, never by the task that opened it"
     inj = graph.recall(RecallQuery(task=env.task, observation=obs))
     assert {i.success for i in inj.items} >= {True, False}
 

@@ -20,20 +20,32 @@ OPEN = Action(kind=ActionKind.TAP, selector=Selector(role=Role.BUTTON, text="{by
 TYPE_TO = Action(kind=ActionKind.TYPE, selector=Selector(role=Role.TEXTBOX, label="to"), text="{to}")
 
 
-def test_a_value_s_role_is_the_word_the_goal_puts_before_it():
-    assert goal_roles(FORWARD) == {"by": "by", "to": "to"}
-    assert goal_roles(OTHER_WORDS) == {"sender": "from", "recipient": "send"}
-    reply = Task(id="r", app="miniwob", goal='Reply to Livia with the text "Nulla. Fusce."', params={"by": "Livia"})
-    assert goal_roles(reply) == {"by": "to", "quoted0": "text"}
+REPLY = Task(id="r", app="miniwob", goal='Reply to Livia with the text "Nulla. Fusce."', params={"by": "Livia"})
+
+
+def test_a_value_s_role_is_where_the_goal_puts_it_as_a_whole_word():
+    assert goal_roles(FORWARD) == {"by": "by|and", "to": "to|"}
+    assert goal_roles(OTHER_WORDS) == {"sender": "from|", "recipient": "send|the"}
+    assert goal_roles(REPLY) == {"by": "to|with", "quoted0": "text|"}
+    inside = Task(id="m", app="miniwob", goal="Open the email from Ma.", params={"name": "Ma"})
+    assert goal_roles(inside) == {"name": "from|"}, "not the 'ma' inside 'email'"
+
+
+def test_binding_is_one_to_one_and_never_guesses():
+    assert binding(["to"], {"to": "to|"}, REPLY) == {}, "the sender a reply is sent to is not a recipient"
+    two = Task(id="t", app="miniwob", goal="Type x in A and y in B.", params={"p": "x", "q": "y"})
+    assert binding(["a", "b"], {"a": "in|and", "b": "in|and"}, two) == {}, "two placeholders with one role"
+    assert binding(["a"], {"a": "type|in"}, two) == {"a": "p"}
+    assert binding(["a", "p"], {"a": "type|in"}, two) == {"p": "p"}, "p is taken by its own name"
 
 
 def test_a_skill_from_one_sibling_binds_to_another_s_values_by_role():
     obs, _ = screen("email-inbox-forward-501-inbox")
     program = SkillProgram.from_templates((OPEN, TYPE_TO), goal_roles(FORWARD))
-    assert program.params == ("by", "to") and program.roles == {"by": "by", "to": "to"}
+    assert program.params == ("by", "to") and program.roles == {"by": "by|and", "to": "to|"}
     assert program.args_for(OTHER_NAMES) == {**OTHER_NAMES.params, "by": "Kalila", "to": "Ange"}
     assert can_start(program, program.args_for(OTHER_NAMES), obs), "opens Kalila's e-mail on the recorded inbox"
-    assert binding(program.params, program.roles, OTHER_WORDS) == {}, "no value has the role 'by' there: unbound"
+    assert binding(program.params, program.roles, OTHER_WORDS) == {}, "the goal puts no value there: unbound"
     assert not can_start(program, program.args_for(OTHER_WORDS), obs)
     assert binding(program.params, program.roles, FORWARD) == {"by": "by", "to": "to"}, "a name that exists wins"
 
@@ -41,9 +53,9 @@ def test_a_skill_from_one_sibling_binds_to_another_s_values_by_role():
 def test_recalled_behaviour_is_renamed_to_this_task_s_parameters_and_the_explorer_follows_it():
     obs, _ = screen("email-inbox-forward-501-inbox")
     item = InjectedItem(id="e", kind=ItemKind.EDGE, text="open it", success=True, score=1.0,
-                        behaviour=Behaviour(actions=(OPEN,), roles={"by": "by"}))
+                        behaviour=Behaviour(actions=(OPEN,), roles={"by": "by|and"}))
     here = rebind(item, OTHER_NAMES)
-    assert here.behaviour.actions[0].selector.text == "{sender}" and here.behaviour.roles == {"sender": "by"}
+    assert here.behaviour.actions[0].selector.text == "{sender}" and here.behaviour.roles == {"sender": "by|and"}
     assert rebind(item, OTHER_WORDS) == item, "nothing to bind to: left as it is (its step cannot act)"
     policy = ExplorerPolicy()
     policy.reset(OTHER_NAMES)

@@ -144,3 +144,19 @@ def test_another_tasks_procedure_can_act_here_only_when_its_steps_bind_and_resol
     assert acts_here(star, starring, obs)
     assert not acts_here(star, deleting, obs), "no control this verb names"
     assert not acts_here(star, task.model_copy(update={"params": {"task": "star"}}), obs), "a value it lacks"
+
+
+def test_steps_that_change_nothing_visible_are_never_a_detour_however_many_come_in_a_row():
+    from guimem.memory.generalise import direct_path, performed_actions
+
+    ticks = _walk("login-user-501", "login-user-501", "login-user-501", "email-inbox-forward-501-inbox",
+                  "login-user-501", "email-inbox-forward-501-email")
+    steps = performed_actions(ticks)
+    assert [p.step for p in direct_path(steps, ticks.task)] == [0, 1, 4], "only the trip away and back is cut"
+    assert [p.step for p in direct_path(steps[:3], ticks.task)] == [0, 1, 2]
+
+
+def test_a_quoted_value_that_happens_to_be_a_verb_is_still_a_name():
+    login = Task(id="login", app="miniwob", goal='Enter the username "mark" and the password "book".',
+                 params={"username": "mark", "password": "book"})
+    assert sorted(state_masks(login)) == ["book", "mark"]

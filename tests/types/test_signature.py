@@ -22,7 +22,7 @@ def test_numbers_and_task_values_are_masked():
 
 def test_different_screens_get_different_signatures_and_hashes():
     login = login_screen()
-    inbox = Observation(app="miniwob", location="email-inbox", elements=(
+    inbox = Observation(app="miniwob", location="#main #main-header", elements=(
         UIElement(ref="1", role=Role.LINK, text="Reply", clickable=True),
         UIElement(ref="2", role=Role.BUTTON, text="Forward", clickable=True),
     ))

@@ -16,6 +16,7 @@ from guimem.memory.generalise import state_text
 from guimem.memory.kit import MemoryKit
 from guimem.memory.steer.items import KnowledgeItem
 from guimem.memory.steer.memory import CachedContracts, build_extractors, compatible, item_view
+from guimem.memory.steer.scope import own_tasks
 from guimem.memory.table import EventType, ItemTable
 from guimem.storage import new_id
 from guimem.storage.base import pack_vector
@@ -82,7 +83,7 @@ class AppendAllMemory(StoredRounds):
             hits = self._index.search(goal, self.k)
         elif self.variant == "similarity":
             hits = [h for h in self._index.search(goal, len(self._items))
-                    if query.task.id not in self._items[h.id].provenance.tasks][: self.k]
+                    if query.task.id not in own_tasks(self._items[h.id])][: self.k]
         else:
             contract = self.contract(query.task)
             state = state_text(query.observation, query.task)

@@ -57,8 +57,10 @@ def state_masks(task: Task) -> list[str]:
     """Values to mask when computing a screen signature for ``task``: its volatile values. A value that is
     a verb of the lexicon (``task: star``) is what the task asks to do; the control it names (the ``star``
     button) is part of the page whichever task opened it, so it stays unmasked and sibling tasks' screens
-    read alike."""
-    return [v for v in task_values(task).values() if v.strip().casefold() not in VERBS]
+    read alike — unless the goal quotes it (a username "mark" is a name, not what to do)."""
+    quoted = {q.strip().casefold() for q in _QUOTED.findall(task.goal)}
+    return [v for v in task_values(task).values()
+            if v.strip().casefold() not in VERBS or v.strip().casefold() in quoted]
 
 
 def state_text(obs: Observation, task: Task, state: bool = True) -> str:
@@ -197,10 +199,11 @@ StepT = TypeVar("StepT", bound=Step)
 
 
 def direct_path(performed: Sequence[StepT], task: Task) -> list[StepT]:
-    """The steps with their detours cut (loop erasure): when a step brings the screen back to a state the
-    path was already in before an earlier step (it opened a view and closed it again), the steps since
-    that state are dropped. A step that changes nothing visible is kept (a checkbox, a field), and so is
-    the last one: the screen after it is the episode's end, which may show the page reset."""
+    """The steps with their detours cut (loop erasure): when a step that changes the screen brings it back
+    to a state the path was in before (it opened a view and closed it again), the steps since the last
+    time the path was in that state are dropped. A step that changes nothing visible is kept (a checkbox,
+    a field), however many come in a row, and so is the last step: the screen after it is the episode's
+    end, which may show the page reset."""
     path: list[StepT] = []
     states: list[str] = []  # the state before each step on the path
     for i, p in enumerate(performed):
@@ -209,8 +212,8 @@ def direct_path(performed: Sequence[StepT], task: Task) -> list[StepT]:
         if i == len(performed) - 1:
             break
         end = state_text(p.after, task)
-        if end in states[:-1]:
-            k = states.index(end)
+        if end != states[-1] and end in states[:-1]:
+            k = len(states) - 1 - states[::-1].index(end)
             del path[k:], states[k:]
     return path
 

@@ -8,8 +8,9 @@ screen, performs the step, and stops with a typed error when a selector does not
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from guimem.envs.base import Env
 from guimem.memory.generalise import filled_fields
@@ -19,6 +20,9 @@ from guimem.memory.table import EventType, payload_json
 from guimem.storage.base import EventDraft
 from guimem.types import Action, ActionError, ActionErrorCode, ActionKind, Behaviour, Observation, Task, placeholders
 
+MAX_NEEDS = 32
+MAX_FIELD = 80
+
 
 class SkillProgram(BaseModel):
     """A skill's code: parameters and steps."""
@@ -27,9 +31,10 @@ class SkillProgram(BaseModel):
 
     params: tuple[str, ...] = ()
     steps: tuple[Action, ...]
-    roles: dict[str, str] = Field(default_factory=dict, max_length=32)
+    roles: dict[Annotated[str, StringConstraints(max_length=64)], Annotated[str, StringConstraints(max_length=64)]] = \
+        Field(default_factory=dict, max_length=64)
     """Each parameter's role in the goal it was learned on (`guimem.memory.roles`)."""
-    needs: tuple[str, ...] = Field(default=(), max_length=32)
+    needs: tuple[Annotated[str, StringConstraints(max_length=MAX_FIELD)], ...] = Field(default=(), max_length=MAX_NEEDS)
     """Fields that were filled where the program started when it was learned (a window from the middle
     of an episode presupposes the steps before it): it can start only where they are filled."""
 
@@ -41,7 +46,7 @@ class SkillProgram(BaseModel):
         for step in steps:
             names += [n for n in step.params() if n not in names]
         return cls(params=tuple(names), steps=steps, roles={n: r for n, r in (roles or {}).items() if n in names},
-                   needs=needs)
+                   needs=tuple(n[:MAX_FIELD] for n in needs[:MAX_NEEDS]))
 
     def args_for(self, task: Task) -> dict[str, str]:
         """The task's values for this program's parameters: by name, else by role in the task's goal."""

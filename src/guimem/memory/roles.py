@@ -1,59 +1,68 @@
 """Parameters bound by their role in the goal, not by the name the source task's extractor gave them.
 
 A behaviour learned on one task names its values by that task's parameters (``{to}``). Each placeholder
-also keeps its *role*: the word the goal put before its value ("forward that email **to** {to}", "reply
-with the **text** {message}"). On another task, a placeholder binds to the parameter of the same name
-when there is one, else to the one parameter whose value has the same role in that task's goal; with
-none (or several), it stays unbound and the step cannot act (memory never guesses a value).
+also keeps its *role*: where the goal put its value, the word before it and the word after it ("the
+email **by** {by} **and** forward ...": ``by|and``). On another task, a placeholder binds to the parameter
+of the same name when there is one, else to the one parameter whose value has the same role in that
+task's goal; with none (or several), it stays unbound and the step cannot act (memory never guesses a
+value). Only task parameters bind: a quoted goal value has a role but no name another task can fill.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable
 
 from guimem.memory.generalise import task_values
-from guimem.types import Action, Behaviour, InjectedItem, Task
+from guimem.types import Action, InjectedItem, Task
 
 _WORD = re.compile(r"[a-z]+")
 _FILLER = frozenset({"the", "a", "an", "of", "that", "this", "with", "and", "s"})
+MAX_ROLE = 40
+MAX_NAME = 64
+MAX_ROLES = 64  # what `Behaviour.roles` holds at most
 
 
 def goal_roles(task: Task) -> dict[str, str]:
-    """Each of the task's values (its parameters and quoted goal substrings) → its role: the nearest
-    word before its first place in the goal that is not a filler ("by", "to", "text"); values the goal
-    does not show have no role."""
+    """Each of the task's values (its parameters and quoted goal substrings) → its role where it first
+    stands in the goal as a whole word: the nearest word before it that is not a filler and the word right
+    after it (``by|and`` in "the email by Livia and ..."); values the goal does not show have no role."""
     goal = task.goal.casefold()
     out: dict[str, str] = {}
     for name, value in task_values(task).items():
-        at = goal.find(value.strip().casefold()) if value.strip() else -1
-        if at < 0:
+        word = value.strip().casefold()
+        found = re.search(rf"(?<!\w){re.escape(word)}(?!\w)", goal) if word else None
+        if found is None:
             continue
-        before = [w for w in _WORD.findall(goal[max(0, at - 60):at]) if w not in _FILLER]
+        before = [w for w in _WORD.findall(goal[max(0, found.start() - 60):found.start()]) if w not in _FILLER]
+        after = _WORD.findall(goal[found.end():found.end() + 30])
         if before:
-            out[name] = before[-1]
+            out[name] = f"{before[-1]}|{after[0] if after else ''}"[:MAX_ROLE]
     return out
 
 
 def roles_of(actions: Iterable[Action], task: Task) -> dict[str, str]:
     """The roles of the placeholders ``actions`` use, as ``task``'s goal gives them."""
     roles = goal_roles(task)
-    return {n: roles[n] for a in actions for n in a.params() if n in roles}
+    found = {n: roles[n] for a in actions for n in a.params() if n in roles and len(n) <= MAX_NAME}
+    return dict(list(found.items())[:MAX_ROLES])
 
 
 def binding(names: Iterable[str], roles: dict[str, str], task: Task) -> dict[str, str]:
-    """Placeholder name → the name of ``task``'s parameter it binds to: the same name, else the one
-    parameter whose value has the placeholder's role in this goal (names that bind to nothing are left out)."""
-    here = goal_roles(task)
-    out: dict[str, str] = {}
-    for name in names:
-        if name in task.params:
-            out[name] = name
-            continue
+    """Placeholder name → the name of ``task``'s parameter it binds to, one to one: the same name, else the
+    one parameter whose value has the placeholder's role in this goal, when no other placeholder and no
+    other parameter has that role (names that bind to nothing are left out)."""
+    wanted = sorted(set(names))
+    out = {n: n for n in wanted if n in task.params}
+    here = {p: r for p, r in goal_roles(task).items() if p in task.params and p not in out.values()}
+    mine = Counter(roles[n] for n in wanted if n in roles)
+    theirs = Counter(here.values())
+    for name in wanted:
         role = roles.get(name)
-        same = [p for p, r in here.items() if role and r == role and p in task.params]
-        if len(same) == 1:
-            out[name] = same[0]
+        if name in out or not role or mine[role] != 1 or theirs[role] != 1:
+            continue
+        out[name] = next(p for p, r in here.items() if r == role)
     return out
 
 
@@ -80,13 +89,14 @@ def _renamed(action: Action, names: dict[str, str]) -> Action:
 
 def rebind(item: InjectedItem, task: Task) -> InjectedItem:
     """``item`` with its behaviour's placeholders renamed to ``task``'s parameters they bind to by role
-    (a placeholder with the task's own name, or none, is left as it is)."""
+    (a placeholder with the task's own name, or none, is left as it is; the item's text is not rewritten:
+    it says what was learned)."""
     behaviour = item.behaviour
     used = {n for a in behaviour.actions for n in a.params()}
     names = {old: new for old, new in binding(used, behaviour.roles, task).items() if old != new}
-    if not names or any(p in names.values() and p not in names for p in used):
-        return item  # nothing to rename, or a rename would collide with a name the behaviour already uses
-    renamed = Behaviour(actions=tuple(_renamed(a, names) for a in behaviour.actions), avoid=behaviour.avoid,
-                        roles={names.get(n, n): r for n, r in behaviour.roles.items()})
+    if not names:
+        return item
+    renamed = behaviour.model_copy(update={"actions": tuple(_renamed(a, names) for a in behaviour.actions),
+                                           "roles": {names.get(n, n): r for n, r in behaviour.roles.items()}})
     return item.model_copy(update={"behaviour": renamed})
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import uuid
 from enum import StrEnum
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from guimem.types.actions import Action, ActionError
 from guimem.types.ui import Observation
@@ -87,7 +88,8 @@ class Behaviour(BaseModel):
 
     actions: tuple[Action, ...] = ()
     avoid: bool = False
-    roles: dict[str, str] = Field(default_factory=dict, max_length=32)
+    roles: dict[Annotated[str, StringConstraints(max_length=64)], Annotated[str, StringConstraints(max_length=64)]] = \
+        Field(default_factory=dict, max_length=64)
 
 
 class ItemKind(StrEnum):

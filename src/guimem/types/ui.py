@@ -135,16 +135,17 @@ def _anchor_text(element: UIElement, observation: Observation) -> str:
 
 def _nearest(found: list[UIElement], observation: Observation, near: str) -> Resolution:
     """The match nearest the anchor: the one element whose text is ``near``, else the one whose text contains
-    it (no such anchor, or several: no match)."""
+    it. No such anchor, or several, or two matches as near: no match (ambiguous), unless only one matched."""
     shown = [el for el in observation.elements if near and _reported(el)]
     anchors = [el for el in shown if normalise_text(el.text) == near] or \
         [el for el in shown if near in normalise_text(el.text)]
-    if len(anchors) != 1:
+    ranked = sorted((_distance(anchors[0], el), i) for i, el in enumerate(found) if _reported(el)) \
+        if len(anchors) == 1 else []
+    if not ranked or (len(ranked) > 1 and ranked[0][0] == ranked[1][0]):
+        if len(found) == 1:  # the anchor cannot decide, but there is nothing to decide
+            return Resolution(status=MatchStatus.OK, element=found[0], candidates=1)
         return Resolution(status=MatchStatus.NO_MATCH if not anchors else MatchStatus.AMBIGUOUS,
                           candidates=len(found))
-    ranked = sorted((_distance(anchors[0], el), i) for i, el in enumerate(found) if _reported(el))
-    if not ranked or (len(ranked) > 1 and ranked[0][0] == ranked[1][0]):
-        return Resolution(status=MatchStatus.AMBIGUOUS, candidates=len(found))
     return Resolution(status=MatchStatus.OK, element=found[ranked[0][1]], candidates=len(found))
 
 

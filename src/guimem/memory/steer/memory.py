@@ -23,6 +23,7 @@ from guimem.memory.steer.contract import (
 from guimem.memory.steer.items import UNDER_TEST, ItemStatus, KnowledgeItem, Scope, is_failure
 from guimem.memory.steer.lifecycle import Admission, AdmissionMembers, content_id
 from guimem.memory.steer.propose import LLMProposer, OfflineProposer, Proposer
+from guimem.memory.steer.scope import own_tasks
 from guimem.types import InjectedItem, Injection, ItemKind, Origin, Task
 
 log = logging.getLogger(__name__)
@@ -61,7 +62,7 @@ def compatible(item: KnowledgeItem, task: Task, contract: TaskContract, state: s
         return False
     if item.scope is Scope.APP and app.app != task.app:
         return False
-    if exclude_source and task.id in item.provenance.tasks:
+    if exclude_source and task.id in own_tasks(item):
         return False
     if task.id in item.refused:
         return False
