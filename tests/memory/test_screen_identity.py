@@ -18,7 +18,7 @@ from guimem.memory.graph import GraphMemory
 from guimem.memory.kit import MemoryKit
 from guimem.storage.sqlite import SQLiteStore
 from guimem.tokens import WhitespaceCounter
-from guimem.types import Observation, Task, UIElement, page_view
+from guimem.types import Bounds, Observation, Role, Task, UIElement, page_view
 
 SCREENS = Path(__file__).parent.parent / "data" / "screens"
 
@@ -160,3 +160,31 @@ def test_a_quoted_value_that_happens_to_be_a_verb_is_still_a_name():
     login = Task(id="login", app="miniwob", goal='Enter the username "mark" and the password "book".',
                  params={"username": "mark", "password": "book"})
     assert sorted(state_masks(login)) == ["book", "mark"]
+
+
+def test_a_value_changed_in_a_field_is_progress_not_a_detour():
+    """Type "Roma", open the suggestions, pick "Romania": the field reads "filled" before and after, but
+    it holds another value, so picking the suggestion is not a way back (the episode needs it)."""
+    from guimem.memory.generalise import direct_path, performed_actions
+    from guimem.types import Action, ActionKind, Outcome, Selector, Step, Trajectory
+
+    def form(value: str, suggestions: bool) -> Observation:
+        els = [UIElement(ref="1", role=Role.TEXTBOX, label="Tags:", editable=True, value=value, clickable=True,
+                         bounds=Bounds(x=0, y=0, w=100, h=20))]
+        if suggestions:
+            els.append(UIElement(ref="2", role=Role.TEXT, text="Romania", clickable=True,
+                                 bounds=Bounds(x=0, y=20, w=100, h=20), container="ui-id-1"))
+        els.append(UIElement(ref="3", role=Role.BUTTON, text="Submit", clickable=True,
+                             bounds=Bounds(x=0, y=40, w=60, h=20)))
+        return Observation(app="miniwob", location=page_view(els), elements=tuple(els))
+
+    screens = [form("", False), form("Roma", False), form("Roma", True), form("Romania", False), form("", False)]
+    task = Task(id="t", app="miniwob", goal='Enter an item that starts with "Roma".', params={"start": "Roma"})
+    steps = [Step(index=i, observation=o, action=Action(kind=ActionKind.TAP, selector=Selector(text=f"s{i}")))
+             for i, o in enumerate(screens[:-1])]
+    traj = Trajectory(task=task, steps=steps, final_observation=screens[-1], outcome=Outcome(success=True, score=1.0))
+    assert [p.step for p in direct_path(performed_actions(traj), task)] == [0, 1, 2, 3]
+    back = [form("", False), form("Roma", False), form("Roma", True), form("Roma", False), form("", False)]
+    steps = [s.model_copy(update={"observation": o}) for s, o in zip(steps, back, strict=False)]
+    closed = traj.model_copy(update={"steps": steps})
+    assert [p.step for p in direct_path(performed_actions(closed), task)] == [0, 3], "opening and closing the list is"

@@ -198,20 +198,28 @@ class Step(Protocol):
 StepT = TypeVar("StepT", bound=Step)
 
 
+def _situation(obs: Observation, task: Task) -> str:
+    """A screen's state for telling whether the path came back to it: the signature, and what its fields
+    hold and its boxes say (the signature masks values: "Roma" typed and "Romania" picked read alike)."""
+    fields = [f"{el.label or el.resource_id}={el.value!r}" for el in obs.elements if el.editable and el.value]
+    boxes = [f"{el.label or el.resource_id or el.text}:{el.checked}" for el in obs.elements if el.checked is not None]
+    return "\n".join([state_text(obs, task), *fields, *boxes])
+
+
 def direct_path(performed: Sequence[StepT], task: Task) -> list[StepT]:
     """The steps with their detours cut (loop erasure): when a step that changes the screen brings it back
-    to a state the path was in before (it opened a view and closed it again), the steps since the last
-    time the path was in that state are dropped. A step that changes nothing visible is kept (a checkbox,
-    a field), however many come in a row, and so is the last step: the screen after it is the episode's
-    end, which may show the page reset."""
+    to a state the path was in before (it opened a view and closed it again; the same fields holding the
+    same values), the steps since the last time the path was in that state are dropped. A step that
+    changes nothing is kept, however many come in a row, and so is the last step: the screen after it
+    is the episode's end, which may show the page reset."""
     path: list[StepT] = []
     states: list[str] = []  # the state before each step on the path
     for i, p in enumerate(performed):
         path.append(p)
-        states.append(state_text(p.before, task))
+        states.append(_situation(p.before, task))
         if i == len(performed) - 1:
             break
-        end = state_text(p.after, task)
+        end = _situation(p.after, task)
         if end != states[-1] and end in states[:-1]:
             k = len(states) - 1 - states[::-1].index(end)
             del path[k:], states[k:]
