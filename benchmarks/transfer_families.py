@@ -22,8 +22,12 @@ from guimem.harness.runfiles import EpisodeResult, RunDir, judged
 from guimem.harness.transfermatrix import relation
 
 
-def _units(results: list[EpisodeResult], keep: set[str] | None) -> list[tuple[str, int]]:
-    return sorted({(r.task, r.seed) for r in results if keep is None or r.task in keep})
+def _units(results: list[EpisodeResult], keep: set[str] | None,
+           order: list[tuple[str, int]] | None = None) -> list[tuple[str, int]]:
+    """The (task, seed) units, in the suite's order when given (the order `guimem eval`'s summary resamples
+    in, so the CIs agree with it), else sorted."""
+    seen = {(r.task, r.seed) for r in results if keep is None or r.task in keep}
+    return [u for u in order if u in seen] if order is not None else sorted(seen)
 
 
 @dataclass(frozen=True)
@@ -41,9 +45,10 @@ class Delta:
         return f"{self.delta:+5.1f} [{self.ci[0]:+.1f}, {self.ci[1]:+.1f}] h{len(self.harmed)}"
 
 
-def delta(results: list[EpisodeResult], method: str, k: int, keep: set[str] | None = None) -> Delta:
+def delta(results: list[EpisodeResult], method: str, k: int, keep: set[str] | None = None,
+          order: list[tuple[str, int]] | None = None) -> Delta:
     """``method`` against ``none`` on the tasks in ``keep`` (all when None)."""
-    units = _units(results, keep)
+    units = _units(results, keep, order)
     if not units:
         return Delta(0, 0.0, 0.0, 0.0, (0.0, 0.0), ())
     rounds = max(r.round for r in results) + 1
@@ -76,9 +81,10 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     within, transfer = (judged(RunDir(p).results()) for p in (args.within, args.transfer))
+    order = list(dict.fromkeys((e.task, e.seed) for e in RunDir(args.within).load_spec().suite.tasks))
     solo = untwinned({r.task for r in within})
     methods = sorted({r.method for r in within} - {"none"})
-    rows = {m: {(form, part): delta(res, m, args.k, solo if part == "untwinned" else None)
+    rows = {m: {(form, part): delta(res, m, args.k, solo if part == "untwinned" else None, order)
                 for form, res in (("within", within), ("transfer", transfer)) for part in ("all", "untwinned")}
             for m in methods}
     if args.json:
