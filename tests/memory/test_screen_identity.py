@@ -188,3 +188,15 @@ def test_a_value_changed_in_a_field_is_progress_not_a_detour():
     steps = [s.model_copy(update={"observation": o}) for s, o in zip(steps, back, strict=False)]
     closed = traj.model_copy(update={"steps": steps})
     assert [p.step for p in direct_path(performed_actions(closed), task)] == [0, 3], "opening and closing the list is"
+
+
+def test_a_procedure_whose_values_do_not_all_bind_is_not_offered_even_where_a_click_would_resolve():
+    from guimem.memory.program import acts_here
+    from guimem.types import Action, ActionKind, Behaviour, Role, Selector
+
+    obs, task = screen("login-user-501")
+    login = Behaviour(actions=(
+        Action(kind=ActionKind.TYPE, selector=Selector(role=Role.TEXTBOX, label="username"), text="{username}"),
+        Action(kind=ActionKind.TAP, selector=Selector(role=Role.BUTTON, text="Login"))))
+    assert acts_here(login, task, obs)
+    assert not acts_here(login, task.model_copy(update={"params": {}}), obs), "it would only press Login"
