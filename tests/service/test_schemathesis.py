@@ -55,6 +55,9 @@ def test_schemathesis_finds_no_failure_with_every_check(tmp_path):
             result = subprocess.run(
                 [st, "run", f"{url}/openapi.json", "-H", f"Authorization: Bearer {KEY}", "--checks", "all",
                  "--phases", "examples,coverage,fuzzing,stateful", "--seed", "4", "-n", "60", "--no-color",
+                 # the service refuses NUL in any string on HTTP, by design (README; test_hostile_parsers), which
+                 # the OpenAPI document does not encode: a schema-valid body with NUL gets its 400
+                 "--generation-allow-x00", "false",
                  "--report", "junit", "--report-dir", str(tmp_path / "report")],
                 capture_output=True, text=True, timeout=600, cwd=tmp_path)
     finally:
