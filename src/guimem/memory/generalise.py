@@ -214,12 +214,19 @@ def direct_path(performed: Sequence[StepT], task: Task) -> list[StepT]:
     is the episode's end, which may show the page reset."""
     path: list[StepT] = []
     states: list[str] = []  # the state before each step on the path
+    seen: dict[int, str] = {}  # one step's screen after is the next one's before: each read once
+
+    def situation(obs: Observation) -> str:
+        if id(obs) not in seen:
+            seen[id(obs)] = _situation(obs, task)
+        return seen[id(obs)]
+
     for i, p in enumerate(performed):
         path.append(p)
-        states.append(_situation(p.before, task))
+        states.append(situation(p.before))
         if i == len(performed) - 1:
             break
-        end = _situation(p.after, task)
+        end = situation(p.after)
         if end != states[-1] and end in states[:-1]:
             k = len(states) - 1 - states[::-1].index(end)
             del path[k:], states[k:]

@@ -19,6 +19,7 @@ from guimem.memory.roles import bound_args
 from guimem.memory.table import EventType, payload_json
 from guimem.storage.base import EventDraft
 from guimem.types import Action, ActionError, ActionErrorCode, ActionKind, Behaviour, Observation, Task, placeholders
+from guimem.types.episode import Roles
 
 MAX_NEEDS = 32
 MAX_FIELD = 80
@@ -31,8 +32,7 @@ class SkillProgram(BaseModel):
 
     params: tuple[str, ...] = ()
     steps: tuple[Action, ...]
-    roles: dict[Annotated[str, StringConstraints(max_length=64)], Annotated[str, StringConstraints(max_length=64)]] = \
-        Field(default_factory=dict, max_length=64)
+    roles: Roles = Field(default_factory=dict, max_length=64)
     """Each parameter's role in the goal it was learned on (`guimem.memory.roles`)."""
     needs: tuple[Annotated[str, StringConstraints(max_length=MAX_FIELD)], ...] = Field(default=(), max_length=MAX_NEEDS)
     """Fields that were filled where the program started when it was learned (a window from the middle

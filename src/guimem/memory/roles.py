@@ -55,6 +55,8 @@ def binding(names: Iterable[str], roles: dict[str, str], task: Task) -> dict[str
     other parameter has that role (names that bind to nothing are left out)."""
     wanted = sorted(set(names))
     out = {n: n for n in wanted if n in task.params}
+    if len(out) == len(wanted):
+        return out  # every name is the task's own: no role to read (the common case, on the recall path)
     here = {p: r for p, r in goal_roles(task).items() if p in task.params and p not in out.values()}
     mine = Counter(roles[n] for n in wanted if n in roles)
     theirs = Counter(here.values())
@@ -71,22 +73,6 @@ def bound_args(names: Iterable[str], roles: dict[str, str], task: Task) -> dict[
     return {**task.params, **{n: task.params[p] for n, p in binding(names, roles, task).items()}}
 
 
-def _renamed(action: Action, names: dict[str, str]) -> Action:
-    def swap(text: str) -> str:
-        for old, new in names.items():
-            text = text.replace("{" + old + "}", "{" + new + "}")
-        return text
-
-    update: dict[str, object] = {}
-    if action.selector is not None:
-        sel = action.selector
-        update["selector"] = sel.model_copy(update={"text": swap(sel.text), "label": swap(sel.label),
-                                                    "resource_id": swap(sel.resource_id), "near": swap(sel.near)})
-    if action.text is not None:
-        update["text"] = swap(action.text)
-    return action.model_copy(update=update)
-
-
 def rebind(item: InjectedItem, task: Task) -> InjectedItem:
     """``item`` with its behaviour's placeholders renamed to ``task``'s parameters they bind to by role
     (a placeholder with the task's own name, or none, is left as it is; the item's text is not rewritten:
@@ -96,7 +82,8 @@ def rebind(item: InjectedItem, task: Task) -> InjectedItem:
     names = {old: new for old, new in binding(used, behaviour.roles, task).items() if old != new}
     if not names:
         return item
-    renamed = behaviour.model_copy(update={"actions": tuple(_renamed(a, names) for a in behaviour.actions),
+    as_placeholders = {old: "{" + new + "}" for old, new in names.items()}  # binding a name to a placeholder
+    renamed = behaviour.model_copy(update={"actions": tuple(a.bind(as_placeholders) for a in behaviour.actions),
                                            "roles": {names.get(n, n): r for n, r in behaviour.roles.items()}})
     return item.model_copy(update={"behaviour": renamed})
 

@@ -74,6 +74,11 @@ class Outcome(BaseModel):
         return self.infra is not None
 
 
+_Short = Annotated[str, StringConstraints(max_length=64)]
+Roles = dict[_Short, _Short]
+"""Placeholder → its role in the goal it was learned on (`guimem.memory.roles`), both bounded."""
+
+
 class Behaviour(BaseModel):
     """Selector-based action templates, so an offline policy can use a memory item, not just read it.
 
@@ -88,8 +93,7 @@ class Behaviour(BaseModel):
 
     actions: tuple[Action, ...] = ()
     avoid: bool = False
-    roles: dict[Annotated[str, StringConstraints(max_length=64)], Annotated[str, StringConstraints(max_length=64)]] = \
-        Field(default_factory=dict, max_length=64)
+    roles: Roles = Field(default_factory=dict, max_length=64)
 
 
 class ItemKind(StrEnum):
