@@ -38,7 +38,13 @@ VERBS = {
     "retweet": "share", "share": "share", "mute": "mute", "block": "block", "copy": "copy", "paste": "paste",
     "submit": "click", "focus": "focus", "drag": "drag", "use": "use", "set": "set",
 }
+GENERIC = frozenset({"click", "select", "find", "use", "open", "enter", "navigate", "focus", "set"})
+"""Verbs that say how, not what: they conflict with no other verb unless a pair is `OPPOSED`."""
+OPPOSED = {frozenset(p) for p in (("forward", "reply"), ("delete", "star"), ("send", "read"), ("check", "uncheck"),
+                                   ("like", "block"), ("login", "delete"), ("mute", "share"), ("delete", "reply"),
+                                   ("delete", "forward"), ("star", "reply"), ("star", "forward"))}
 _QUOTED = re.compile(r"[\"“]([^\"”]{1,80})[\"”]")
+_GOAL_WORD = re.compile(r"[a-z]+")
 MIN_CONTAINED = 3
 
 
@@ -61,6 +67,28 @@ def state_masks(task: Task) -> list[str]:
     quoted = {q.strip().casefold() for q in _QUOTED.findall(task.goal)}
     return [v for v in task_values(task).values()
             if v.strip().casefold() not in VERBS or v.strip().casefold() in quoted]
+
+
+def goal_verbs(task: Task) -> list[str]:
+    """The lexicon verbs of the goal, in order, its volatile values masked first (a user named "Mark" is not
+    what to do; a task value that is a verb, ``task: forward``, is)."""
+    goal = mask_text(task.goal, state_masks(task), limit=None).lower()
+    return [VERBS[w] for w in _GOAL_WORD.findall(goal) if w in VERBS]
+
+
+def goal_verb(task: Task) -> str:
+    """What the goal asks to do: its first verb that is not `GENERIC`, else its first verb ("" for none)."""
+    verbs = goal_verbs(task)
+    specific = [v for v in verbs if v not in GENERIC]
+    return specific[0] if specific else (verbs[0] if verbs else "")
+
+
+def verbs_conflict(a: str, b: str) -> bool:
+    """Do two goals' verbs ask for different things: an `OPPOSED` pair, or two different verbs neither of
+    which is `GENERIC` (an empty verb conflicts with nothing)."""
+    if not a or not b or a == b:
+        return False
+    return frozenset((a, b)) in OPPOSED or (a not in GENERIC and b not in GENERIC)
 
 
 def state_text(obs: Observation, task: Task, state: bool = True) -> str:

@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 
 from guimem.embeddings import Embedder, EmbedRole
 from guimem.llm import LLMClient
-from guimem.memory.generalise import state_text
+from guimem.memory.generalise import goal_verb, state_text, verbs_conflict
 from guimem.memory.hostile import (
     QUOTE_CLOSE,
     QUOTE_OPEN,
@@ -74,13 +74,25 @@ class MemoryKit:
         the screen (``observation``, ``task``), pointing where hostile text on it points — is kept out
         (``quarantined``) unless a person admitted it, and page text is quoted in the text. Given the task,
         each item's placeholders are renamed to the task's parameters they bind to by their role in the
-        goal, where the task names them otherwise (`guimem.memory.roles`)."""
+        goal, where the task names them otherwise (`guimem.memory.roles`), and an item whose actions
+        decided another goal's outcome is withheld where the goal's verb does not fit (`fits_goal`)."""
+        unfit = tuple(item.id for item in items if not fits_goal(item, task)) if task is not None else ()
+        if unfit:
+            items = [item for item in items if item.id not in unfit]
         shown, kept = guard(items, self.defences, observation, task)
         if task is not None:  # placeholders another task named otherwise bind to this task's values by role
             shown = [rebind(item, task) for item in shown]
         text = render_block(title, shown, quote=self.defences.quote) if shown else ""
         return Injection(method=method, items=tuple(shown), text=text, tokens=self.counter.count(text),
-                         abstained=abstained, note=note, withheld=withheld, quarantined=kept)
+                         abstained=abstained, note=note, withheld=withheld, quarantined=kept, unfit=unfit)
+
+
+def fits_goal(item: InjectedItem, task: Task) -> bool:
+    """Can ``item`` advise ``task``: its actions decided no goal (a step on the way serves any), or the goal
+    they decided asked for what ``task`` asks (`Behaviour.serves` against the goal's verb): the trash tap
+    that finished a delete task is no advice for a reply task, the tap that opened the email is."""
+    serves = item.behaviour.serves
+    return not serves or not verbs_conflict(serves, goal_verb(task))
 
 
 WRITTEN = frozenset({Origin.MODEL, Origin.IMPORT})

@@ -37,16 +37,23 @@ class SkillProgram(BaseModel):
     needs: tuple[Annotated[str, StringConstraints(max_length=MAX_FIELD)], ...] = Field(default=(), max_length=MAX_NEEDS)
     """Fields that were filled where the program started when it was learned (a window from the middle
     of an episode presupposes the steps before it): it can start only where they are filled."""
+    serves: str = Field(default="", max_length=32)
+    """The verb of the goal its last step finished, when that step ended the episode (`Behaviour.serves`)."""
 
     @classmethod
     def from_templates(cls, steps: tuple[Action, ...], roles: dict[str, str] | None = None,
-                       needs: tuple[str, ...] = ()) -> SkillProgram:
+                       needs: tuple[str, ...] = (), serves: str = "") -> SkillProgram:
         """A program whose parameters are the placeholders its steps use, in order."""
         names: list[str] = []
         for step in steps:
             names += [n for n in step.params() if n not in names]
         return cls(params=tuple(names), steps=steps, roles={n: r for n, r in (roles or {}).items() if n in names},
-                   needs=tuple(n[:MAX_FIELD] for n in needs[:MAX_NEEDS]))
+                   needs=tuple(n[:MAX_FIELD] for n in needs[:MAX_NEEDS]), serves=serves[:32])
+
+    @property
+    def behaviour(self) -> Behaviour:
+        """The program as a behaviour a policy can follow."""
+        return Behaviour(actions=self.steps, roles=self.roles, serves=self.serves)
 
     def args_for(self, task: Task) -> dict[str, str]:
         """The task's values for this program's parameters: by name, else by role in the task's goal."""

@@ -164,7 +164,7 @@ class StackProposer:
         longest = max(len(w.program.steps) for w in windows)
         for cand in (w for w in windows if len(w.program.steps) == longest):
             if verify(self.env_factory(), cand.program, cand.source).ok:
-                behaviour = Behaviour(actions=cand.program.steps, roles=cand.program.roles)
+                behaviour = cand.program.behaviour
                 return [self._item(traj, "skill", cand.description, behaviour, "", round_index, f"skill|{cand.key}",
                                    name=cand.name, program=cand.program)]
         return []

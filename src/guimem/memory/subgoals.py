@@ -21,6 +21,7 @@ from guimem.memory.generalise import (
     describe_templates,
     direct_path,
     generalise_action,
+    goal_verb,
     performed_actions,
     state_text,
 )
@@ -128,10 +129,12 @@ class Annotation(BaseModel):
     success: SuccessLabel
 
 
-def behaviour_of(segment: Segment, traj: Trajectory) -> Behaviour:
-    """The segment's actions as ref-free templates with task values as placeholders."""
+def behaviour_of(segment: Segment, traj: Trajectory, is_last: bool = False) -> Behaviour:
+    """The segment's actions as ref-free templates with task values as placeholders; the last segment of
+    its trajectory decided the episode's outcome, so it serves the goal's verb (`Behaviour.serves`)."""
     actions = tuple(generalise_action(p.action, traj.task) for p in segment.actions)
-    return Behaviour(actions=actions, roles=roles_of(actions, traj.task))
+    return Behaviour(actions=actions, roles=roles_of(actions, traj.task),
+                     serves=goal_verb(traj.task) if is_last else "")
 
 
 def effect_of(segment: Segment, traj: Trajectory) -> str:
@@ -187,7 +190,7 @@ class OfflineAnnotator:
 
     def annotate(self, segment: Segment, traj: Trajectory, is_last: bool) -> Annotation:
         """Annotate deterministically."""
-        behaviour = behaviour_of(segment, traj)
+        behaviour = behaviour_of(segment, traj, is_last)
         any_failed = any(p.failed for p in segment.actions)
         label: SuccessLabel
         if traj.outcome.success:
@@ -214,7 +217,7 @@ class LLMAnnotator:
 
     def annotate(self, segment: Segment, traj: Trajectory, is_last: bool) -> Annotation:
         """Annotate with the model."""
-        behaviour = behaviour_of(segment, traj)
+        behaviour = behaviour_of(segment, traj, is_last)
         prompt = template("annotate").format(
             goal=traj.task.goal, outcome="success" if traj.outcome.success else f"failure ({traj.outcome.reason})",
             before=render_screen(segment.before, 40), after=render_screen(segment.after, 40),

@@ -87,6 +87,10 @@ class Behaviour(BaseModel):
         avoid: True for warnings: the policy should not take these actions.
         roles: Placeholder → its role in the goal it was learned on (the word before its value: ``to``,
             ``by``, ``text``), so another task binds it by role when its parameters are named otherwise.
+        serves: The verb of the goal whose outcome these actions decided (their last one ended the episode
+            they were learned from: ``delete`` for the trash tap that finished a delete task), empty for a
+            step on the way. Such actions are advice only for a goal whose verb fits
+            (`guimem.memory.generalise.verbs_conflict`); a step on the way serves any goal.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -94,6 +98,7 @@ class Behaviour(BaseModel):
     actions: tuple[Action, ...] = ()
     avoid: bool = False
     roles: Roles = Field(default_factory=dict, max_length=64)
+    serves: str = Field(default="", max_length=32)
 
 
 class ItemKind(StrEnum):
@@ -173,6 +178,8 @@ class Injection(BaseModel):
     latency_ms: float = 0.0
     quarantined: tuple[str, ...] = ()
     """Ids of items recall found but kept out because they carry text that addresses the agent."""
+    unfit: tuple[str, ...] = ()
+    """Ids of items recall found but kept out because their actions decided a goal of another verb."""
 
     @property
     def ids(self) -> list[str]:

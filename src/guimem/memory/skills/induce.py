@@ -12,6 +12,7 @@ from guimem.memory.generalise import (
     direct_path,
     filled_fields,
     generalise_action,
+    goal_verb,
     performed_actions,
     state_masks,
     state_text,
@@ -77,15 +78,17 @@ def induce(traj: Trajectory, lengths: tuple[int, ...] = WINDOW_LENGTHS) -> list[
             if any(p.failed for p in window):
                 continue
             steps = tuple(generalise_action(p.action, traj.task) for p in window)
+            ends = start + length == len(performed)
             program = SkillProgram.from_templates(steps, roles_of(steps, traj.task),
-                                                  filled_fields(window[0].before, state_masks(traj.task)))
+                                                  filled_fields(window[0].before, state_masks(traj.task)),
+                                                  serves=goal_verb(traj.task) if ends else "")
             key = template_key(steps)
             digest = hashlib.sha1(key.encode()).hexdigest()[:6]
             source = SkillSource(
                 task=traj.task.id, seed=traj.task.seed, episode_id=traj.episode_id, params=dict(traj.task.params),
                 prefix=tuple(p.action for p in performed[:start]),
                 expected_state=state_text(window[-1].after, traj.task),
-                ends_episode=start + length == len(performed),
+                ends_episode=ends,
             )
             out.append(Candidate(key=key, name=f"{_slug(steps)}_{digest}", description=describe(program, traj,
                                  window[0]), program=program, source=source))

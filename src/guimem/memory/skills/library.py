@@ -33,7 +33,6 @@ from guimem.types import (
     Action,
     ActionError,
     ActionErrorCode,
-    Behaviour,
     InjectedItem,
     Injection,
     ItemKind,
@@ -298,7 +297,7 @@ class SkillMemory(SavesCache, StoredRounds):
     def _item(self, skill_id: str, body: SkillBody, score: float) -> InjectedItem:
         code = body.program.render(body.name)
         return InjectedItem(id=skill_id, kind=ItemKind.SKILL, name=body.name, text=code.replace("\n", "\n  "),
-                            behaviour=Behaviour(actions=body.program.steps, roles=body.program.roles), score=score,
+                            behaviour=body.program.behaviour, score=score,
                             success=True,
                             sources=(body.source.task, *body.tasks))
 

@@ -9,13 +9,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from guimem.llm import LLMClient, complete_json, text_message
 from guimem.llm.prompts import template
-from guimem.memory.generalise import VERBS, state_masks
+from guimem.memory.generalise import VERBS, goal_verb, state_masks, verbs_conflict
 from guimem.types import Task, mask_text
 
-GENERIC = frozenset({"click", "select", "find", "use", "open", "enter", "navigate", "focus", "set"})
-OPPOSED = {frozenset(p) for p in (("forward", "reply"), ("delete", "star"), ("send", "read"), ("check", "uncheck"),
-                                   ("like", "block"), ("login", "delete"), ("mute", "share"), ("delete", "reply"),
-                                   ("delete", "forward"), ("star", "reply"), ("star", "forward"))}
 OBJECTS = ("email", "message", "tweet", "post", "user", "flight", "ticket", "folder", "file", "tab", "link",
            "button", "checkbox", "option", "list", "item", "date", "time", "password", "username", "text",
            "field", "textbox", "result", "tree", "dialog", "menu", "widget", "tag", "shape", "color")
@@ -56,9 +52,7 @@ class OfflineContractParser:
         masks = state_masks(task)
         goal = mask_text(task.goal, masks, limit=None).lower()  # the whole goal: roles often come last
         words = _WORD.findall(goal)
-        verbs = [VERBS[w] for w in words if w in VERBS]
-        specific = [v for v in verbs if v not in GENERIC]
-        action = specific[0] if specific else (verbs[0] if verbs else "")
+        action = goal_verb(task)
         obj = next((w.rstrip("s") for w in words if w.rstrip("s") in OBJECTS and w not in VERBS), "")
         m = _COMPLETION.search(task.goal.strip())
         completion = f"press:{m.group(1).strip().lower()}" if m else ""
@@ -86,9 +80,7 @@ def conflicts(item: TaskContract, task: TaskContract) -> list[str]:
     reasons = []
     if item.app and task.app and item.app != task.app:
         reasons.append(f"app {item.app} vs {task.app}")
-    if item.action and task.action and item.action != task.action and (
-            frozenset((item.action, task.action)) in OPPOSED or
-            (item.action not in GENERIC and task.action not in GENERIC)):
+    if verbs_conflict(item.action, task.action):
         reasons.append(f"action {item.action} vs {task.action}")
     if item.object and task.object and item.object != task.object:
         reasons.append(f"object {item.object} vs {task.object}")

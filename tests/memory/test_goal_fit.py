@@ -1,0 +1,110 @@
+"""An item whose actions decided a goal's outcome is advice only where the goal asks for the same thing.
+
+The tap on the trash icon that finished a delete task is no advice for a reply task on the same e-mail; the
+tap that opened the e-mail on the way there is. Recorded MiniWoB++ screens (tests/data/screens)."""
+
+from __future__ import annotations
+
+import pytest
+
+from guimem.memory.base import RecallQuery
+from guimem.memory.generalise import goal_verb, verbs_conflict
+from guimem.memory.kit import fits_goal
+from guimem.memory.skills.induce import induce
+from guimem.memory.steer.contract import OfflineContractParser
+from guimem.memory.steer.propose import OfflineProposer
+from guimem.memory.subgoals import OfflineAnnotator, Segment
+from guimem.types import (
+    Action,
+    ActionError,
+    ActionErrorCode,
+    ActionKind,
+    Behaviour,
+    InjectedItem,
+    ItemKind,
+    Outcome,
+    Role,
+    Selector,
+    Step,
+    Task,
+    Trajectory,
+)
+from tests.memory.test_screen_identity import embedder, graph, screen  # noqa: F401  (fixtures)
+
+OPEN = Action(kind=ActionKind.TAP, selector=Selector(role=Role.TEXT, text="Livia"))
+TRASH = Action(kind=ActionKind.TAP, selector=Selector(role=Role.BUTTON, label="trash"))
+DELETE = Task(id="email-inbox-delete", app="miniwob", params={"by": "Livia"}, seed=501,
+              goal="Find the email by Livia and click the trash icon to delete it.")
+
+
+def _reply() -> Task:
+    return screen("email-inbox-reply-501-inbox")[1]
+
+
+def _episode(task: Task, success: bool = True) -> Trajectory:
+    """Open Livia's e-mail from the inbox, then tap the trash icon (which ends the episode)."""
+    inbox, email = screen("email-inbox-reply-501-inbox")[0], screen("email-inbox-reply-501-email")[0]
+    steps = [Step(index=0, observation=inbox, action=OPEN), Step(index=1, observation=email, action=TRASH)]
+    return Trajectory(task=task, steps=steps, final_observation=inbox,
+                      outcome=Outcome(success=success, score=1.0 if success else -1.0))
+
+
+def test_a_goal_s_verb_is_what_it_asks_to_do_and_verbs_conflict_only_when_both_say_what():
+    assert goal_verb(DELETE) == "delete"
+    assert goal_verb(_reply()) == "reply"
+    assert goal_verb(screen("email-inbox-important-501-inbox")[1]) == "star", "the task value is the verb"
+    assert goal_verb(Task(id="t", app="a", goal="Click the button labelled OK.")) == "click", "generic, alone"
+    assert goal_verb(Task(id="t", app="a", goal="Say hello.")) == ""
+    assert verbs_conflict("delete", "reply") and verbs_conflict("forward", "reply")
+    assert not verbs_conflict("click", "delete"), "a generic verb says how, not what"
+    assert not verbs_conflict("", "reply") and not verbs_conflict("reply", "reply")
+
+
+def test_only_the_step_that_decided_the_outcome_serves_the_goal_s_verb():
+    traj = _episode(DELETE)
+    from guimem.memory.generalise import performed_actions
+    opened, trashed = performed_actions(traj)
+    annotator = OfflineAnnotator()
+    assert annotator.annotate(Segment((opened,)), traj, is_last=False).behaviour.serves == ""
+    assert annotator.annotate(Segment((trashed,)), traj, is_last=True).behaviour.serves == "delete"
+    windows = {tuple(a.describe() for a in c.program.steps): c.program.serves for c in induce(traj, (1, 2))}
+    assert sorted(windows.values()) == ["", "delete", "delete"], "the windows that end the episode serve it"
+    assert all(s == "delete" for k, s in windows.items() if "trash" in k[-1])
+
+
+def test_a_warning_serves_the_goal_only_when_its_action_ended_the_failed_episode():
+    proposer = OfflineProposer(OfflineContractParser())
+    [ended] = [k for k in proposer.propose(_episode(DELETE, success=False), 0) if k.kind == "warning"]
+    assert ended.behaviour.serves == "delete"
+    failed = _episode(DELETE, success=False)
+    gone = ActionError(code=ActionErrorCode.NO_SUCH_ELEMENT, message="gone")
+    first = failed.steps[0].model_copy(update={"error": gone})
+    errored = failed.model_copy(update={"steps": (first, *failed.steps[1:])})
+    [mid] = [k for k in proposer.propose(errored, 0) if k.kind == "warning"]
+    assert mid.behaviour.serves == "", "an action that errored failed whatever the goal"
+
+
+def test_fits_goal_reads_the_verb_an_item_serves():
+    def item(serves: str) -> InjectedItem:
+        return InjectedItem(id=serves or "way", kind=ItemKind.EDGE, text="x", success=True,
+                            behaviour=Behaviour(actions=(TRASH,), serves=serves))
+    assert fits_goal(item(""), _reply()) and fits_goal(item("reply"), _reply())
+    assert not fits_goal(item("delete"), _reply())
+    assert fits_goal(item("delete"), DELETE)
+
+
+@pytest.mark.parametrize("exclude", [False, True])
+def test_a_sibling_s_finishing_step_is_withheld_and_its_way_there_is_offered(graph, exclude):  # noqa: F811
+    graph.settings = graph.settings.model_copy(update={"exclude_source_task": exclude})
+    graph.learn(_episode(DELETE))
+    graph.end_round()
+    reply = _reply()
+    inbox, email = screen("email-inbox-reply-501-inbox")[0], screen("email-inbox-reply-501-email")[0]
+    on_inbox = graph.recall(RecallQuery(task=reply, observation=inbox))
+    assert [i.behaviour.actions[0].selector.text for i in on_inbox.items] == ["{by}"], "open the e-mail: offered"
+    on_email = graph.recall(RecallQuery(task=reply, observation=email))
+    assert on_email.items == () and len(on_email.unfit) == 1, "the trash tap that finished a delete task"
+    assert on_email.withheld == (), "not a trial's control"
+    same = graph.recall(RecallQuery(task=DELETE.model_copy(update={"id": "email-inbox", "seed": 7}),
+                                    observation=email))
+    assert len(same.items) == 1, "another task whose goal asks to delete is offered it"
