@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from guimem.memory.base import RecallQuery
-from guimem.memory.generalise import goal_verb, verbs_conflict
-from guimem.memory.kit import fits_goal
+from guimem.memory.generalise import field_values, goal_verb, verbs_conflict
+from guimem.memory.kit import fits_goal, holds_here
 from guimem.memory.skills.induce import induce
 from guimem.memory.steer.contract import OfflineContractParser
 from guimem.memory.steer.propose import OfflineProposer
@@ -22,12 +22,15 @@ from guimem.types import (
     Behaviour,
     InjectedItem,
     ItemKind,
+    Observation,
     Outcome,
     Role,
     Selector,
     Step,
     Task,
     Trajectory,
+    UIElement,
+    page_view,
 )
 from tests.memory.test_screen_identity import embedder, graph, screen  # noqa: F401  (fixtures)
 
@@ -108,3 +111,42 @@ def test_a_sibling_s_finishing_step_is_withheld_and_its_way_there_is_offered(gra
     same = graph.recall(RecallQuery(task=DELETE.model_copy(update={"id": "email-inbox", "seed": 7}),
                                     observation=email))
     assert len(same.items) == 1, "another task whose goal asks to delete is offered it"
+
+
+def _tags(value: str) -> Observation:
+    return Observation(app="miniwob", location=page_view([]), elements=(
+        UIElement(ref="1", role=Role.TEXTBOX, label="Tags:", value=value, editable=True, enabled=True),
+        UIElement(ref="2", role=Role.BUTTON, text="Submit", clickable=True, enabled=True)))
+
+
+def test_a_step_learned_with_a_picked_value_is_no_advice_where_the_task_s_value_was_only_typed(graph):  # noqa: F811
+    """An autocomplete: type the start, pick the suggestion, submit. The screen with the suggestion picked
+    and the screen with the start only typed read alike; submitting is advice only on the first."""
+    task = Task(id="autocomplete", app="miniwob", goal='Enter an item that starts with "Roma".',
+                params={"start": "Roma"}, seed=1)
+    submit = Action(kind=ActionKind.TAP, selector=Selector(role=Role.BUTTON, text="Submit"))
+    steps = [Step(index=0, observation=_tags("Romania"), action=submit)]
+    traj = Trajectory(task=task, steps=steps, final_observation=_tags("Romania"), outcome=Outcome(success=True))
+    from guimem.memory.generalise import performed_actions
+    learned = OfflineAnnotator().annotate(Segment(tuple(performed_actions(traj))), traj, is_last=True).behaviour
+    assert learned.fields == {"Tags:": "*"}, "a value the task did not give"
+    graph.learn(traj)
+    graph.end_round()
+    other = task.model_copy(update={"seed": 2, "params": {"start": "Bra"},
+                                    "goal": 'Enter an item that starts with "Bra".'})
+    picked = graph.recall(RecallQuery(task=other, observation=_tags("Brazil")))
+    assert len(picked.items) == 1 and picked.unfit == ()
+    typed = graph.recall(RecallQuery(task=other, observation=_tags("Bra")))
+    assert typed.items == () and len(typed.unfit) == 1, "only the task's value typed: not the state it was learned in"
+    empty = graph.recall(RecallQuery(task=other, observation=_tags("")))
+    assert empty.items == ()
+
+
+def test_a_field_holding_the_task_s_value_binds_by_placeholder():
+    task = Task(id="t", app="miniwob", goal="Type Roma and submit.", params={"start": "Roma"})
+    assert field_values(_tags("Roma"), task) == {"Tags:": "{start}"}
+    item = InjectedItem(id="s", kind=ItemKind.EDGE, text="submit", success=True,
+                        behaviour=Behaviour(actions=(), fields={"Tags:": "{start}"}))
+    other = Task(id="u", app="miniwob", goal="Type Bra and submit.", params={"start": "Bra"})
+    assert holds_here(item, other, _tags("Bra")) and not holds_here(item, other, _tags("Brazil"))
+    assert not holds_here(item, other, _tags("Roma")), "another task's value is not this task's"

@@ -70,7 +70,9 @@ def test_flat_structure_recalls_top_k_edges_by_source_screen(kit):
                                        granularity=Granularity.ACTION))
     g.learn(episode([USER, PASS, LOGIN], seed=1))
     g.end_round()
-    assert len(g.recall(query()).items) == 2
+    found = g.recall(query())
+    assert len(found.items) + len(found.unfit) == 2
+    assert len(found.unfit) == 1, "typing the password was learned with the username filled: not on the empty form"
 
 
 def test_graph_survives_a_reopen(kit):

@@ -120,6 +120,44 @@ def field_name(el: UIElement, masks: Iterable[str]) -> str:
     return mask_text(el.label or el.resource_id or el.text, masks, limit=None)
 
 
+MAX_FIELDS = 32
+OTHER_VALUE = "*"
+
+
+def field_values(obs: Observation, task: Task) -> dict[str, str]:
+    """The screen's filled fields: name (task values masked, at most 64 characters) → the placeholder of the
+    task value it holds, or `OTHER_VALUE` for a value the task did not give (see `Behaviour.fields`)."""
+    values, masks = task_values(task), state_masks(task)
+    out: dict[str, str] = {}
+    for el in obs.elements:
+        if el.editable and el.value and (name := field_name(el, masks)[:64]) and len(out) < MAX_FIELDS:
+            template, partial = _general(el.value, values)
+            out[name] = OTHER_VALUE if partial or template == el.value else template
+    return out
+
+
+def fields_hold(fields: dict[str, str], task: Task, obs: Observation, args: dict[str, str]) -> bool:
+    """Do the screen's fields hold what ``fields`` recorded: each named field filled, with the task's value
+    for a placeholder (``args``: the placeholders bound for ``task``) or with a value the task did not give
+    for `OTHER_VALUE`?"""
+    if not fields:
+        return True
+    masks, values = state_masks(task), task_values(task)
+    given = {v.strip().casefold() for v in values.values()}
+    args = {**values, **args}
+    here = {field_name(el, masks)[:64]: (el.value or "").strip().casefold() for el in obs.elements if el.editable}
+    for name, held in fields.items():
+        value = here.get(name)
+        if not value:
+            return False
+        if held == OTHER_VALUE:
+            if value in given:
+                return False
+        elif value != args.get(held.strip("{}"), "\0").strip().casefold():
+            return False
+    return True
+
+
 def filled_fields(obs: Observation, masks: Iterable[str]) -> tuple[str, ...]:
     """The names of the screen's editable fields that hold a value, sorted."""
     masks = list(masks)

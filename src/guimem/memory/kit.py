@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 
 from guimem.embeddings import Embedder, EmbedRole
 from guimem.llm import LLMClient
-from guimem.memory.generalise import goal_verb, state_text, verbs_conflict
+from guimem.memory.generalise import OTHER_VALUE, fields_hold, goal_verb, state_text, verbs_conflict
 from guimem.memory.hostile import (
     QUOTE_CLOSE,
     QUOTE_OPEN,
@@ -20,7 +20,7 @@ from guimem.memory.hostile import (
     screen_item,
     steered,
 )
-from guimem.memory.roles import rebind
+from guimem.memory.roles import bound_args, rebind
 from guimem.memory.settings import Defences
 from guimem.storage import Store
 from guimem.tokens import TokenCounter
@@ -76,7 +76,9 @@ class MemoryKit:
         each item's placeholders are renamed to the task's parameters they bind to by their role in the
         goal, where the task names them otherwise (`guimem.memory.roles`), and an item whose actions
         decided another goal's outcome is withheld where the goal's verb does not fit (`fits_goal`)."""
-        unfit = tuple(item.id for item in items if not fits_goal(item, task)) if task is not None else ()
+        unfit = tuple(item.id for item in items if not fits_goal(item, task)
+                      or (observation is not None and not holds_here(item, task, observation))) \
+            if task is not None else ()
         if unfit:
             items = [item for item in items if item.id not in unfit]
         shown, kept = guard(items, self.defences, observation, task)
@@ -93,6 +95,16 @@ def fits_goal(item: InjectedItem, task: Task) -> bool:
     that finished a delete task is no advice for a reply task, the tap that opened the email is."""
     serves = item.behaviour.serves
     return not serves or not verbs_conflict(serves, goal_verb(task))
+
+
+def holds_here(item: InjectedItem, task: Task, observation: Observation) -> bool:
+    """Do this screen's fields hold what they held where ``item``'s actions were learned
+    (`Behaviour.fields`), its placeholders bound for ``task`` by name or role?"""
+    fields = item.behaviour.fields
+    if not fields:
+        return True
+    names = {v.strip("{}") for v in fields.values() if v != OTHER_VALUE}
+    return fields_hold(fields, task, observation, bound_args(names, item.behaviour.roles, task))
 
 
 WRITTEN = frozenset({Origin.MODEL, Origin.IMPORT})

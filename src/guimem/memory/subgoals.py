@@ -20,6 +20,7 @@ from guimem.memory.generalise import (
     Performed,
     describe_templates,
     direct_path,
+    field_values,
     generalise_action,
     goal_verb,
     performed_actions,
@@ -134,7 +135,8 @@ def behaviour_of(segment: Segment, traj: Trajectory, is_last: bool = False) -> B
     its trajectory decided the episode's outcome, so it serves the goal's verb (`Behaviour.serves`)."""
     actions = tuple(generalise_action(p.action, traj.task) for p in segment.actions)
     return Behaviour(actions=actions, roles=roles_of(actions, traj.task),
-                     serves=goal_verb(traj.task) if is_last else "")
+                     serves=goal_verb(traj.task) if is_last else "",
+                     fields=field_values(segment.before, traj.task) if segment.actions else {})
 
 
 def effect_of(segment: Segment, traj: Trajectory) -> str:

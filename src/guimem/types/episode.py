@@ -91,6 +91,10 @@ class Behaviour(BaseModel):
             they were learned from: ``delete`` for the trash tap that finished a delete task), empty for a
             step on the way. Such actions are advice only for a goal whose verb fits
             (`guimem.memory.generalise.verbs_conflict`); a step on the way serves any goal.
+        fields: What the screen's filled fields held where these actions were taken: field name → the
+            placeholder of the task value it held (``{end}``), or ``*`` for a value the task did not give
+            (picked from the page). The actions advise only a screen whose fields hold alike
+            (`guimem.memory.generalise.fields_hold`): "Roma" typed and "Romania" picked are two states.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -99,6 +103,7 @@ class Behaviour(BaseModel):
     avoid: bool = False
     roles: Roles = Field(default_factory=dict, max_length=64)
     serves: str = Field(default="", max_length=32)
+    fields: Roles = Field(default_factory=dict, max_length=32)
 
 
 class ItemKind(StrEnum):
@@ -179,7 +184,8 @@ class Injection(BaseModel):
     quarantined: tuple[str, ...] = ()
     """Ids of items recall found but kept out because they carry text that addresses the agent."""
     unfit: tuple[str, ...] = ()
-    """Ids of items recall found but kept out because their actions decided a goal of another verb."""
+    """Ids of items recall found but kept out because their actions decided a goal of another verb, or were
+    learned where the screen's fields held otherwise (`Behaviour.serves`, `Behaviour.fields`)."""
 
     @property
     def ids(self) -> list[str]:
