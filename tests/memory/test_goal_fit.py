@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from guimem.memory.base import RecallQuery
-from guimem.memory.generalise import field_values, goal_verb, verbs_conflict
+from guimem.memory.generalise import field_values, goal_verb, serves_goal, verbs_conflict
 from guimem.memory.kit import fits_goal, holds_here
 from guimem.memory.skills.induce import induce
 from guimem.memory.steer.contract import OfflineContractParser
@@ -61,6 +61,16 @@ def test_a_goal_s_verb_is_what_it_asks_to_do_and_verbs_conflict_only_when_both_s
     assert verbs_conflict("delete", "reply") and verbs_conflict("forward", "reply")
     assert not verbs_conflict("click", "delete"), "a generic verb says how, not what"
     assert not verbs_conflict("", "reply") and not verbs_conflict("reply", "reply")
+
+
+def test_a_verb_that_says_what_serves_only_a_goal_that_says_it():
+    close = Task(id="c", app="miniwob", goal='Close the dialog box by clicking the "x".')
+    press = Task(id="p", app="miniwob", goal='Click the button in the dialog box labeled "OK".', params={"t": "OK"})
+    assert goal_verb(close) == "close" and goal_verb(press) == "click"
+    assert not serves_goal("close", press), "closing a dialog finished another goal than pressing its OK"
+    assert serves_goal("close", close) and serves_goal("click", close), "a generic verb says how"
+    assert serves_goal("delete", DELETE) and not serves_goal("delete", _reply())
+    assert serves_goal("delete", Task(id="n", app="miniwob", goal="Say hello.")), "no verb: nothing to judge by"
 
 
 def test_only_the_step_that_decided_the_outcome_serves_the_goal_s_verb():

@@ -36,7 +36,8 @@ VERBS = {
     "login": "login", "log": "login", "sign": "login", "book": "book", "buy": "book", "navigate": "navigate",
     "switch": "navigate", "expand": "expand", "check": "check", "uncheck": "uncheck", "like": "like",
     "retweet": "share", "share": "share", "mute": "mute", "block": "block", "copy": "copy", "paste": "paste",
-    "submit": "click", "focus": "focus", "drag": "drag", "use": "use", "set": "set",
+    "submit": "click", "focus": "focus", "drag": "drag", "use": "use", "set": "set", "close": "close",
+    "dismiss": "close",
 }
 GENERIC = frozenset({"click", "select", "find", "use", "open", "enter", "navigate", "focus", "set"})
 """Verbs that say how, not what: they conflict with no other verb unless a pair is `OPPOSED`."""
@@ -89,6 +90,21 @@ def verbs_conflict(a: str, b: str) -> bool:
     if not a or not b or a == b:
         return False
     return frozenset((a, b)) in OPPOSED or (a not in GENERIC and b not in GENERIC)
+
+
+def serves_goal(serves: str, task: Task) -> bool:
+    """Is ``serves`` — the verb of a goal whose outcome some actions decided (`Behaviour.serves`) — what
+    ``task``'s goal asks for? A verb that says what (``delete``, ``close``) only where the goal says it; a
+    `GENERIC` one (``click``) where it does not conflict; anything where nothing decided (``""``) or the
+    goal has no verb of the lexicon."""
+    if not serves:
+        return True
+    verbs = goal_verbs(task)
+    if not verbs:
+        return True
+    if serves in GENERIC:
+        return not verbs_conflict(serves, goal_verb(task))
+    return serves in verbs
 
 
 def state_text(obs: Observation, task: Task, state: bool = True) -> str:

@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 
 from guimem.embeddings import Embedder, EmbedRole
 from guimem.llm import LLMClient
-from guimem.memory.generalise import OTHER_VALUE, fields_hold, goal_verb, state_text, verbs_conflict
+from guimem.memory.generalise import OTHER_VALUE, fields_hold, serves_goal, state_text
 from guimem.memory.hostile import (
     QUOTE_CLOSE,
     QUOTE_OPEN,
@@ -91,10 +91,9 @@ class MemoryKit:
 
 def fits_goal(item: InjectedItem, task: Task) -> bool:
     """Can ``item`` advise ``task``: its actions decided no goal (a step on the way serves any), or the goal
-    they decided asked for what ``task`` asks (`Behaviour.serves` against the goal's verb): the trash tap
-    that finished a delete task is no advice for a reply task, the tap that opened the email is."""
-    serves = item.behaviour.serves
-    return not serves or not verbs_conflict(serves, goal_verb(task))
+    they decided asked for what ``task`` asks (`serves_goal`): the trash tap that finished a delete task is
+    no advice for a reply task, the tap that opened the email is."""
+    return serves_goal(item.behaviour.serves, task)
 
 
 def holds_here(item: InjectedItem, task: Task, observation: Observation) -> bool:
