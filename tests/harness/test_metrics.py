@@ -47,3 +47,14 @@ def test_summary_pass_at_k_ci_and_paired_difference():
 def test_missing_episodes_count_as_failures():
     m = success_matrix([result("x", 0, "a", 1, True)], [("a", 1), ("b", 1)], 2)
     assert m.tolist() == [[True, False], [False, False]]
+
+
+def test_harm_lists_where_a_method_failed_and_none_succeeded_in_the_same_round():
+    results = [result("none", r, t, s, t == "a") for r in range(2) for t in "ab" for s in (1, 2)]
+    results += [result("steer", r, t, s, not (t == "a" and s == 2 and r == 1) and t != "b")
+                for r in range(2) for t in "ab" for s in (1, 2)]
+    summary = summarise(EvalSpec(suite=SUITE, rounds=2, methods=["none", "steer"]), results)
+    assert [(c.task, c.seed, c.round) for c in summary.methods["steer"].harm] == [("a", 2, 1)]
+    assert summary.methods["none"].harm == []
+    missing = [r for r in results if not (r.method == "none" and r.task == "a" and r.seed == 2 and r.round == 1)]
+    assert summarise(EvalSpec(suite=SUITE, rounds=2, methods=["none", "steer"]), missing).methods["steer"].harm == []

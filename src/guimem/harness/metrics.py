@@ -100,6 +100,15 @@ def _skill_runs(rows: list[EpisodeResult]) -> dict[str, object]:
     return {"skill_runs": runs, "skill_run_success_rate": round((runs - failures) / runs, 4) if runs else None}
 
 
+class HarmCase(BaseModel):
+    """One (task, seed, round) where a method failed and ``none`` succeeded in the same round."""
+
+    task: str
+    seed: int
+    round: int
+    """0-based, as in the result lines."""
+
+
 class MethodSummary(BaseModel):
     """Everything ``summary.json`` says about one method."""
 
@@ -113,6 +122,17 @@ class MethodSummary(BaseModel):
     model: ModelTotals | None = None
     skill_runs: int = 0
     skill_run_success_rate: float | None = None
+    harm: list[HarmCase] = Field(default_factory=list)
+    """Where memory turned a success of ``none`` into a failure: the method's judged episode failed and
+    ``none``'s judged episode of the same task, seed and round succeeded (empty for ``none``)."""
+
+
+def harm_cases(rows: list[EpisodeResult], none_rows: list[EpisodeResult]) -> list[HarmCase]:
+    """The (task, seed, round) where ``rows`` failed and ``none_rows`` succeeded (judged episodes only)."""
+    succeeded = {(r.task, r.seed, r.round) for r in none_rows if r.success}
+    failed = {(r.task, r.seed, r.round) for r in rows if not r.success}
+    found = sorted(failed & succeeded, key=lambda c: (c[2], c[0], c[1]))
+    return [HarmCase(task=t, seed=s, round=k) for t, s, k in found]
 
 
 class Summary(BaseModel):
@@ -216,7 +236,8 @@ def summarise(spec: EvalSpec, lines: list[EpisodeResult], run_dir: RunDir | None
                                         steps_total=sum(r.steps for r in rows),
                                         infra=_infra([r for r in lines if r.method == method and not r.judged],
                                                      [r for r in pending if r.method == method]),
-                                        model=_model_totals(rows), **_skill_runs(rows))
+                                        model=_model_totals(rows), **_skill_runs(rows),
+                                        harm=harm_cases(rows, by_method.get("none", [])) if method != "none" else [])
     expected = len(spec.suite.tasks) * rounds * len(spec.methods)
     run = {"suite": spec.suite.name, "env": spec.env, "rounds": rounds, "methods": spec.methods,
            "policy": spec.policy, "episodes_per_round": len(spec.suite.tasks), "embedder": spec.embedder,
