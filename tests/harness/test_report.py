@@ -4,6 +4,7 @@ Chromium at laptop and phone widths (screenshots under test-artifacts/)."""
 from __future__ import annotations
 
 import json
+import shutil
 import re
 import time
 from pathlib import Path
@@ -212,3 +213,21 @@ def test_an_item_admitted_by_hand_is_shown_as_such_in_what_memory_learned(run, t
     data.learned["steer"] = learned(store, "steer")
     page = render(spec, summarise(spec, run_dir.results(), run_dir), data)
     assert page.count("<b>by hand</b>") == 1 and "<td>admitted <b>by hand</b></td>" in page
+
+
+def test_the_pass_table_counts_harm_and_the_page_names_each_case(run, tmp_path):
+    from guimem.harness.metrics import HarmCase
+    from guimem.harness.report import pass_table
+
+    run_dir = RunDir(run)
+    spec = run_dir.load_spec()
+    summary = summarise(spec, run_dir.results(), run_dir)
+    graph = summary.methods["graph"].model_copy(update={"harm": [HarmCase(task="<b>t</b>", seed=3, round=1)]})
+    summary = summary.model_copy(update={"methods": {**summary.methods, "graph": graph}})
+    headers, rows = pass_table(summary)
+    column = headers.index("harm")
+    assert {r[0]: r[column] for r in rows}["graph"] == "1" and {r[0]: r[column] for r in rows}["none"] == "–"
+    out = tmp_path / "copy"
+    shutil.copytree(run, out)
+    write_report(RunDir(out), spec, summary)
+    assert "graph: &lt;b&gt;t&lt;/b&gt; 3 r2" in (out / "report.html").read_text(), "escaped, rounds from 1"

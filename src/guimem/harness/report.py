@@ -86,6 +86,16 @@ def _main_table(summary: Summary, colours: dict[str, str], errored: dict[str, in
     return f'<div class="scroll">{_table(headers, rows, "main")}</div>'
 
 
+def _harm_list(summary: Summary, limit: int = 8) -> str:
+    """`` (graph: task seed 501 round 2, ...)`` for the methods that harmed, rounds counted from 1."""
+    parts = []
+    for name, m in summary.methods.items():
+        if m.harm:
+            cases = ", ".join(f"{c.task} {c.seed} r{c.round + 1}" for c in m.harm[:limit])
+            parts.append(f"{e(name)}: {e(cases)}{' …' if len(m.harm) > limit else ''}")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
 def _infra_section(summary: Summary) -> str:
     """A warning block listing infrastructure failures per method (empty when there were none)."""
     failing = {n: m.infra for n, m in summary.methods.items() if m.infra.attempts}
@@ -265,7 +275,8 @@ run {status}; generated {time.strftime("%Y-%m-%d %H:%M:%S")}.</p>
 <div class="kpi">{kpi}</div>
 {_infra_section(summary)}<h2>Pass@k (%)</h2>{_main_table(summary, colours, errored)}
 <p class="muted">Pass@k: a (task, seed) counts once it succeeded in any of the first k rounds. CIs: 95 % bootstrap
-over tasks ({len(spec.suite.task_names())} clusters), Δ paired against <code>none</code>. Failed by action errors:
+over tasks ({len(spec.suite.task_names())} clusters), Δ paired against <code>none</code>. Harm: the (task, seed, round)
+where the method failed and <code>none</code> succeeded in the same round{_harm_list(summary)}. Failed by action errors:
 failed episodes with an action that could not be performed (counted as failures, as the agent's); infrastructure
 failures are not counted.</p>
 <div class="scroll charts">{svg_pass_curves(summary, colours, bands=False)}</div>
