@@ -4,8 +4,8 @@ Chromium at laptop and phone widths (screenshots under test-artifacts/)."""
 from __future__ import annotations
 
 import json
-import shutil
 import re
+import shutil
 import time
 from pathlib import Path
 
