@@ -55,6 +55,8 @@ def test_harm_lists_where_a_method_failed_and_none_succeeded_in_the_same_round()
                 for r in range(2) for t in "ab" for s in (1, 2)]
     summary = summarise(EvalSpec(suite=SUITE, rounds=2, methods=["none", "steer"]), results)
     assert [(c.task, c.seed, c.round) for c in summary.methods["steer"].harm] == [("a", 2, 1)]
+    written = summary.model_dump(mode="json")["methods"]["steer"]["harm"]
+    assert written == [{"task": "a", "seed": 2, "round_index": 1}], "an index is written as round_index"
     assert summary.methods["none"].harm == []
     missing = [r for r in results if not (r.method == "none" and r.task == "a" and r.seed == 2 and r.round == 1)]
     assert summarise(EvalSpec(suite=SUITE, rounds=2, methods=["none", "steer"]), missing).methods["steer"].harm == []

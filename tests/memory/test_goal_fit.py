@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from guimem.memory.base import RecallQuery
-from guimem.memory.generalise import field_values, goal_verb, serves_goal, verbs_conflict
+from guimem.memory.generalise import TaskScreen, field_values, goal_verb, serves_goal, verbs_conflict
 from guimem.memory.kit import fits_goal, holds_here
 from guimem.memory.skills.induce import induce
 from guimem.memory.steer.contract import OfflineContractParser
@@ -91,10 +91,11 @@ def test_a_warning_serves_the_goal_only_when_its_action_ended_the_failed_episode
     assert ended.behaviour.serves == "delete"
     failed = _episode(DELETE, success=False)
     gone = ActionError(code=ActionErrorCode.NO_SUCH_ELEMENT, message="gone")
-    first = failed.steps[0].model_copy(update={"error": gone})
-    errored = failed.model_copy(update={"steps": (first, *failed.steps[1:])})
+    last = failed.steps[-1].model_copy(update={"error": gone})
+    errored = failed.model_copy(update={"steps": (*failed.steps[:-1], last)})
     [mid] = [k for k in proposer.propose(errored, 0) if k.kind == "warning"]
-    assert mid.behaviour.serves == "", "an action that errored failed whatever the goal"
+    assert "trash" in mid.behaviour.actions[0].describe(), "the last action is the one that errored"
+    assert mid.behaviour.serves == "", "an action that errored failed whatever the goal, even the last one"
 
 
 def test_fits_goal_reads_the_verb_an_item_serves():
@@ -158,5 +159,42 @@ def test_a_field_holding_the_task_s_value_binds_by_placeholder():
     item = InjectedItem(id="s", kind=ItemKind.EDGE, text="submit", success=True,
                         behaviour=Behaviour(actions=(), fields={"Tags:": "{start}"}))
     other = Task(id="u", app="miniwob", goal="Type Bra and submit.", params={"start": "Bra"})
-    assert holds_here(item, other, _tags("Bra")) and not holds_here(item, other, _tags("Brazil"))
-    assert not holds_here(item, other, _tags("Roma")), "another task's value is not this task's"
+    assert holds_here(item, TaskScreen(other, _tags("Bra")))
+    assert not holds_here(item, TaskScreen(other, _tags("Brazil")))
+    assert not holds_here(item, TaskScreen(other, _tags("Roma"))), "another task's value is not this task's"
+
+
+def test_fields_that_share_a_name_hold_when_one_of_them_does():
+    """Masking digits gives numbered fields one name; the one that holds the value is enough."""
+    task = Task(id="t", app="miniwob", goal="Type Roma into a field.", params={"start": "Roma"})
+    def two(first: str, second: str) -> Observation:
+        return Observation(app="miniwob", location=page_view([]), elements=(
+            UIElement(ref="1", role=Role.TEXTBOX, resource_id="field1", value=first, editable=True, enabled=True),
+            UIElement(ref="2", role=Role.TEXTBOX, resource_id="field2", value=second, editable=True, enabled=True)))
+    learned = field_values(two("Roma", ""), task)
+    assert learned == {"field#": "{start}"}
+    item = InjectedItem(id="s", kind=ItemKind.EDGE, text="x", success=True,
+                        behaviour=Behaviour(actions=(), fields=learned))
+    assert holds_here(item, TaskScreen(task, two("Roma", ""))), "the screen it was learned on"
+    assert holds_here(item, TaskScreen(task, two("", "Roma")))
+    assert not holds_here(item, TaskScreen(task, two("", "")))
+    assert field_values(two("   ", ""), task) == {}, "white space is no value"
+
+
+def test_a_placeholder_too_long_to_store_reads_as_another_value_and_learning_goes_on():
+    name = "p" * 70
+    task = Task(id="t", app="miniwob", goal="Type Roma.", params={name: "Roma"})
+    assert field_values(_tags("Roma"), task) == {"Tags:": "*"}
+    steps = [Step(index=0, observation=_tags("Roma"), action=Action(kind=ActionKind.KEY, key="enter"))]
+    traj = Trajectory(task=task, steps=steps, final_observation=_tags("Roma"), outcome=Outcome(success=True))
+    from guimem.memory.generalise import performed_actions
+    OfflineAnnotator().annotate(Segment(tuple(performed_actions(traj))), traj, is_last=True)
+
+
+@pytest.mark.parametrize("bad", [{"serves": "<b>"}, {"serves": "x" * 40}, {"fields": {"f": "ignore all"}},
+                                 {"fields": {"f": "{" + "p" * 70 + "}"}}])
+def test_a_stored_behaviour_s_verb_and_fields_are_validated(bad):
+    from pydantic import ValidationError
+    with pytest.raises(ValidationError):
+        Behaviour.model_validate({"actions": [], **bad})
+    assert Behaviour.model_validate({"actions": []}).serves == "", "a record written before them loads"

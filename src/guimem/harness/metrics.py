@@ -103,10 +103,12 @@ def _skill_runs(rows: list[EpisodeResult]) -> dict[str, object]:
 class HarmCase(BaseModel):
     """One (task, seed, round) where a method failed and ``none`` succeeded in the same round."""
 
+    model_config = ConfigDict(serialize_by_alias=True)
+
     task: str
     seed: int
-    round: int
-    """0-based, as in the result lines."""
+    round: int = Field(validation_alias=AliasChoices("round_index", "round"), serialization_alias="round_index")
+    """0-based, written as ``round_index`` (as a round's stats are)."""
 
 
 class MethodSummary(BaseModel):

@@ -65,7 +65,7 @@ def pass_table(summary: Summary, compact: bool = False) -> tuple[list[str], list
         rows.append([name, *[_pct(m.pass_at_k[str(k)]) for k in range(1, rounds + 1)],
                      f"[{_pct(m.pass_at_k_ci[last][0])}, {_pct(m.pass_at_k_ci[last][1])}]" if last in m.pass_at_k_ci
                      else "", f"{100 * diff.mean:+.1f} [{100 * diff.ci[0]:+.1f}, {100 * diff.ci[1]:+.1f}]" if diff
-                     else "", "–" if name == "none" else str(len(m.harm)),
+                     else "", "–" if name == "none" or "none" not in summary.methods else str(len(m.harm)),
                      f"{m.injected_tokens_total / steps:.1f}", f"{p50:.2f}", f"{p95:.2f}",
                      f"{m.infra.attempts} ({m.infra.unresolved})" if m.infra.attempts else "0"])
     return headers, rows

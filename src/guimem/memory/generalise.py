@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Protocol, TypeVar
 
 from guimem.types import (
@@ -71,17 +72,21 @@ def state_masks(task: Task) -> list[str]:
 
 
 def goal_verbs(task: Task) -> list[str]:
-    """The lexicon verbs of the goal, in order, its volatile values masked first (a user named "Mark" is not
-    what to do; a task value that is a verb, ``task: forward``, is)."""
+    """The lexicon verbs of the goal, in order, its volatile values masked first (`state_masks`: a quoted
+    name is masked; a task value that is a verb of the lexicon, ``task: forward``, is what to do and stays —
+    so is an unquoted name that happens to be a verb, a known limit)."""
     goal = mask_text(task.goal, state_masks(task), limit=None).lower()
     return [VERBS[w] for w in _GOAL_WORD.findall(goal) if w in VERBS]
 
 
-def goal_verb(task: Task) -> str:
-    """What the goal asks to do: its first verb that is not `GENERIC`, else its first verb ("" for none)."""
-    verbs = goal_verbs(task)
+def _main_verb(verbs: Sequence[str]) -> str:
     specific = [v for v in verbs if v not in GENERIC]
     return specific[0] if specific else (verbs[0] if verbs else "")
+
+
+def goal_verb(task: Task) -> str:
+    """What the goal asks to do: its first verb that is not `GENERIC`, else its first verb ("" for none)."""
+    return _main_verb(goal_verbs(task))
 
 
 def verbs_conflict(a: str, b: str) -> bool:
@@ -92,19 +97,60 @@ def verbs_conflict(a: str, b: str) -> bool:
     return frozenset((a, b)) in OPPOSED or (a not in GENERIC and b not in GENERIC)
 
 
-def serves_goal(serves: str, task: Task) -> bool:
+class TaskScreen:
+    """What the goal-fit and field-state checks read of one task (and one screen), computed once for all
+    the items one recall weighs."""
+
+    def __init__(self, task: Task, observation: Observation | None = None) -> None:
+        self.task = task
+        self.observation = observation
+
+    @cached_property
+    def verbs(self) -> list[str]:
+        """`goal_verbs` of the task."""
+        return goal_verbs(self.task)
+
+    @cached_property
+    def verb(self) -> str:
+        """`goal_verb` of the task."""
+        return _main_verb(self.verbs)
+
+    @cached_property
+    def values(self) -> dict[str, str]:
+        """`task_values` of the task."""
+        return task_values(self.task)
+
+    @cached_property
+    def given(self) -> frozenset[str]:
+        """The task's values, stripped and case-folded."""
+        return frozenset(v.strip().casefold() for v in self.values.values())
+
+    @cached_property
+    def filled(self) -> dict[str, tuple[str, ...]]:
+        """The screen's filled fields: name (as `field_values` names it) → what each field of that name holds
+        (stripped, case-folded; several fields may share a name once task values and digits are masked)."""
+        out: dict[str, list[str]] = {}
+        masks = state_masks(self.task)
+        for el in self.observation.elements if self.observation is not None else ():
+            value = (el.value or "").strip()
+            if el.editable and value and (name := field_name(el, masks)[:MAX_FIELD_NAME]):
+                out.setdefault(name, []).append(value.casefold())
+        return {n: tuple(v) for n, v in out.items()}
+
+
+def serves_goal(serves: str, task: Task | TaskScreen) -> bool:
     """Is ``serves`` — the verb of a goal whose outcome some actions decided (`Behaviour.serves`) — what
     ``task``'s goal asks for? A verb that says what (``delete``, ``close``) only where the goal says it; a
     `GENERIC` one (``click``) where it does not conflict; anything where nothing decided (``""``) or the
     goal has no verb of the lexicon."""
     if not serves:
         return True
-    verbs = goal_verbs(task)
-    if not verbs:
+    view = task if isinstance(task, TaskScreen) else TaskScreen(task)
+    if not view.verbs:
         return True
     if serves in GENERIC:
-        return not verbs_conflict(serves, goal_verb(task))
-    return serves in verbs
+        return not verbs_conflict(serves, view.verb)
+    return serves in view.verbs
 
 
 def state_text(obs: Observation, task: Task, state: bool = True) -> str:
@@ -137,39 +183,44 @@ def field_name(el: UIElement, masks: Iterable[str]) -> str:
 
 
 MAX_FIELDS = 32
+MAX_FIELD_NAME = 64
 OTHER_VALUE = "*"
 
 
 def field_values(obs: Observation, task: Task) -> dict[str, str]:
-    """The screen's filled fields: name (task values masked, at most 64 characters) → the placeholder of the
-    task value it holds, or `OTHER_VALUE` for a value the task did not give (see `Behaviour.fields`)."""
+    """The screen's filled fields: name (task values masked, at most `MAX_FIELD_NAME` characters) → the
+    placeholder of the task value it holds, or `OTHER_VALUE` for a value the task did not give (see
+    `Behaviour.fields`). Of several fields with one name, what the first holds; a placeholder too long to
+    store reads as `OTHER_VALUE`."""
     values, masks = task_values(task), state_masks(task)
     out: dict[str, str] = {}
     for el in obs.elements:
-        if el.editable and el.value and (name := field_name(el, masks)[:64]) and len(out) < MAX_FIELDS:
-            template, partial = _general(el.value, values)
-            out[name] = OTHER_VALUE if partial or template == el.value else template
+        value = (el.value or "").strip()
+        if not (el.editable and value) or len(out) >= MAX_FIELDS:
+            continue
+        name = field_name(el, masks)[:MAX_FIELD_NAME]
+        if name and name not in out:
+            template, partial = _general(value, values)
+            held = partial or template == value or len(template) > MAX_FIELD_NAME
+            out[name] = OTHER_VALUE if held else template
     return out
 
 
-def fields_hold(fields: dict[str, str], task: Task, obs: Observation, args: dict[str, str]) -> bool:
-    """Do the screen's fields hold what ``fields`` recorded: each named field filled, with the task's value
-    for a placeholder (``args``: the placeholders bound for ``task``) or with a value the task did not give
-    for `OTHER_VALUE`?"""
+def fields_hold(fields: dict[str, str], here: TaskScreen, args: dict[str, str]) -> bool:
+    """Do the screen's fields hold what ``fields`` recorded: for each name, some filled field of that name
+    holding the task's value for a placeholder (``args``: the placeholders bound for the task, by name or
+    role) or a value the task did not give for `OTHER_VALUE`?"""
     if not fields:
         return True
-    masks, values = state_masks(task), task_values(task)
-    given = {v.strip().casefold() for v in values.values()}
-    args = {**values, **args}
-    here = {field_name(el, masks)[:64]: (el.value or "").strip().casefold() for el in obs.elements if el.editable}
+    args = {**here.values, **args}
     for name, held in fields.items():
-        value = here.get(name)
-        if not value:
-            return False
+        found = here.filled.get(name, ())
         if held == OTHER_VALUE:
-            if value in given:
-                return False
-        elif value != args.get(held.strip("{}"), "\0").strip().casefold():
+            ok = any(v not in here.given for v in found)
+        else:
+            wanted = args.get(held.strip("{}"))
+            ok = wanted is not None and wanted.strip().casefold() in found
+        if not ok:
             return False
     return True
 

@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 
 from guimem.embeddings import Embedder, EmbedRole
 from guimem.llm import LLMClient
-from guimem.memory.generalise import OTHER_VALUE, fields_hold, serves_goal, state_text
+from guimem.memory.generalise import OTHER_VALUE, TaskScreen, fields_hold, serves_goal, state_text
 from guimem.memory.hostile import (
     QUOTE_CLOSE,
     QUOTE_OPEN,
@@ -76,9 +76,9 @@ class MemoryKit:
         each item's placeholders are renamed to the task's parameters they bind to by their role in the
         goal, where the task names them otherwise (`guimem.memory.roles`), and an item whose actions
         decided another goal's outcome is withheld where the goal's verb does not fit (`fits_goal`)."""
-        unfit = tuple(item.id for item in items if not fits_goal(item, task)
-                      or (observation is not None and not holds_here(item, task, observation))) \
-            if task is not None else ()
+        view = TaskScreen(task, observation) if task is not None else None
+        unfit = tuple(item.id for item in items if not fits_goal(item, view)
+                      or (observation is not None and not holds_here(item, view))) if view is not None else ()
         if unfit:
             items = [item for item in items if item.id not in unfit]
         shown, kept = guard(items, self.defences, observation, task)
@@ -89,21 +89,21 @@ class MemoryKit:
                          abstained=abstained, note=note, withheld=withheld, quarantined=kept, unfit=unfit)
 
 
-def fits_goal(item: InjectedItem, task: Task) -> bool:
+def fits_goal(item: InjectedItem, task: Task | TaskScreen) -> bool:
     """Can ``item`` advise ``task``: its actions decided no goal (a step on the way serves any), or the goal
     they decided asked for what ``task`` asks (`serves_goal`): the trash tap that finished a delete task is
     no advice for a reply task, the tap that opened the email is."""
     return serves_goal(item.behaviour.serves, task)
 
 
-def holds_here(item: InjectedItem, task: Task, observation: Observation) -> bool:
+def holds_here(item: InjectedItem, here: TaskScreen) -> bool:
     """Do this screen's fields hold what they held where ``item``'s actions were learned
-    (`Behaviour.fields`), its placeholders bound for ``task`` by name or role?"""
+    (`Behaviour.fields`), its placeholders bound for the task by name or role?"""
     fields = item.behaviour.fields
     if not fields:
         return True
     names = {v.strip("{}") for v in fields.values() if v != OTHER_VALUE}
-    return fields_hold(fields, task, observation, bound_args(names, item.behaviour.roles, task))
+    return fields_hold(fields, here, bound_args(names, item.behaviour.roles, here.task))
 
 
 WRITTEN = frozenset({Origin.MODEL, Origin.IMPORT})

@@ -37,7 +37,7 @@ class SkillProgram(BaseModel):
     needs: tuple[Annotated[str, StringConstraints(max_length=MAX_FIELD)], ...] = Field(default=(), max_length=MAX_NEEDS)
     """Fields that were filled where the program started when it was learned (a window from the middle
     of an episode presupposes the steps before it): it can start only where they are filled."""
-    serves: str = Field(default="", max_length=32)
+    serves: str = Field(default="", max_length=32, pattern=r"^[a-z]*$")
     """The verb of the goal its last step finished, when that step ended the episode (`Behaviour.serves`)."""
 
     @classmethod

@@ -77,6 +77,8 @@ class Outcome(BaseModel):
 _Short = Annotated[str, StringConstraints(max_length=64)]
 Roles = dict[_Short, _Short]
 """Placeholder → its role in the goal it was learned on (`guimem.memory.roles`), both bounded."""
+Fields = dict[_Short, Annotated[str, StringConstraints(pattern=r"^(\*|\{[^{}]{1,62}\})$")]]
+"""Field name → ``*`` or a ``{placeholder}`` (`Behaviour.fields`), bounded."""
 
 
 class Behaviour(BaseModel):
@@ -102,8 +104,8 @@ class Behaviour(BaseModel):
     actions: tuple[Action, ...] = ()
     avoid: bool = False
     roles: Roles = Field(default_factory=dict, max_length=64)
-    serves: str = Field(default="", max_length=32)
-    fields: Roles = Field(default_factory=dict, max_length=32)
+    serves: str = Field(default="", max_length=32, pattern=r"^[a-z]*$")
+    fields: Fields = Field(default_factory=dict, max_length=32)
 
 
 class ItemKind(StrEnum):
