@@ -180,6 +180,14 @@ def test_a_run_learns_and_the_next_runs_prompt_shows_it(tmp_path: Path) -> None:
     assert "<guimem_memory>" in model.prompts[1] and "[worked] tap(button «ONE»)" in model.prompts[1]
 
 
+@pytest.mark.parametrize("method", ["none", "skills", "steer", "stack", "examples.extending.tally_memory:TallyMemory"])
+def test_any_method_takes_browser_use_runs(tmp_path: Path, method: str) -> None:
+    with BrowserUseMemory.open(method, str(tmp_path / "m.sqlite"), SETTINGS) as memory:
+        model, _ = _two_runs(memory)
+        assert memory.last is not None and len(memory.last.steps) == 1 and memory.last.memory == memory.memory.name
+    assert len(model.prompts) == 2 and "<guimem_memory>" not in model.prompts[0]
+
+
 def test_a_guimem_serve_url_is_a_memory_too(tmp_path: Path) -> None:
     service = MemoryService(ServiceSettings(store=str(tmp_path / "s.sqlite"), method="graph"), SETTINGS)
     with live_http(create_app(service)) as url:
