@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from typer.testing import CliRunner
 
 from guimem.cli.app import app
-from guimem.errors import ConfigError
+from guimem.errors import ConfigError, StoreError
 from guimem.integrations.browser_use import (
     OFFLINE_ENV,
     BrowserUseMemory,
@@ -178,6 +178,26 @@ def test_a_run_learns_and_the_next_runs_prompt_shows_it(tmp_path: Path) -> None:
         assert [s.action.describe() for s in memory.last.steps] == ['tap(button "ONE")']
     assert "<guimem_memory>" not in model.prompts[0]
     assert "<guimem_memory>" in model.prompts[1] and "[worked] tap(button «ONE»)" in model.prompts[1]
+
+
+def test_success_is_the_callers_word_else_the_checkers_else_browser_uses_own(tmp_path: Path) -> None:
+    async def checker(agent: Any) -> bool:
+        return agent.state.n_steps == 1
+
+    with BrowserUseMemory.open("graph", str(tmp_path / "m.sqlite"), SETTINGS) as memory:
+        for success, expected in ((False, (False, "the caller's judgement")),
+                                  (checker, (True, "the checker's judgement")),
+                                  (None, (True, "browser-use's own verdict"))):
+            asyncio.run(memory.run(_FakeAgent(_state(BUTTONS), _FakeModel(), _Act(click={"index": 2})), "t",
+                                   success=success))
+            assert memory.last is not None
+            assert (memory.last.outcome.success, memory.last.outcome.reason) == expected
+
+
+def test_an_unreachable_guimem_serve_says_what_to_do() -> None:
+    with pytest.raises(StoreError, match="cannot be reached") as caught:
+        BrowserUseMemory.open("graph", "http://127.0.0.1:9")
+    assert "guimem serve --http" in (caught.value.suggestion or "")
 
 
 @pytest.mark.parametrize("method", ["none", "skills", "steer", "stack", "examples.extending.tally_memory:TallyMemory"])
