@@ -178,7 +178,7 @@ _ACTIONS: dict[str, _Mapper] = {
     "send_keys": _key,
     "go_back": lambda p, obs: Action(kind=ActionKind.KEY, key="back"),
     "scroll": lambda p, obs: Action(kind=ActionKind.SCROLL, direction="up" if p.get("down") is False else "down"),
-    "done": lambda p, obs: Action(kind=ActionKind.DONE, description=clean(p.get("text"), MAX_TEXT) or None),
+    "done": lambda p, obs: Action(kind=ActionKind.DONE),  # its text is the model's words: not kept
 }
 
 
