@@ -12,11 +12,32 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
+
 from guimem.integrations.browser_use import BrowserUseMemory, local_profile, stay_local
 from guimem.integrations.browser_use.miniwob import reward, serve_miniwob, start_episode
 
 stay_local()
 from browser_use import Agent, BrowserSession, ChatOpenAI  # noqa: E402
+
+REPLY_TOKENS = 384
+
+
+class _BoundedReplies(httpx.AsyncBaseTransport):
+    """llama-cpp-python's server reads ``max_tokens`` and ignores OpenAI's newer ``max_completion_tokens``, the only
+    one browser-use's ChatOpenAI sends: without this a reply runs on to the end of the context (seen: 15 minutes
+    on one reply, every later call timing out behind it)."""
+
+    def __init__(self) -> None:
+        self._inner = httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "POST" and request.url.path.endswith("/chat/completions"):
+            body = json.loads(request.content)
+            body.setdefault("max_tokens", body.get("max_completion_tokens") or REPLY_TOKENS)
+            headers = [(k, v) for k, v in request.headers.items() if k.lower() != "content-length"]
+            request = httpx.Request("POST", request.url, headers=headers, content=json.dumps(body).encode())
+        return await self._inner.handle_async_request(request)
 
 
 def _counts(history) -> dict[str, int]:
@@ -29,8 +50,9 @@ def _counts(history) -> dict[str, int]:
 
 async def main(model_url: str, store: str, method: str, rounds: int, suite: Path) -> None:
     # llama.cpp's server refuses OpenAI's json_schema response_format: ask for plain text, browser-use parses it
-    llm = ChatOpenAI(model="smollm2", base_url=model_url, api_key="none", max_retries=0, max_completion_tokens=384,
-                     dont_force_structured_output=True)
+    llm = ChatOpenAI(model="smollm2", base_url=model_url, api_key="none", max_retries=0,
+                     max_completion_tokens=REPLY_TOKENS, dont_force_structured_output=True,
+                     http_client=httpx.AsyncClient(transport=_BoundedReplies(), timeout=600))
     entries = json.loads(suite.read_text())["tasks"]
     with serve_miniwob() as pages, BrowserUseMemory.open(method, store) as memory:
         for round_index in range(rounds):
