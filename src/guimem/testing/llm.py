@@ -141,13 +141,16 @@ class ScriptedOpenAIServer:
             messages = [ChatMessage.model_validate(m) for m in request.get("messages", [])]
             entry = entry(messages)
         prompt_words = sum(len(str(m.get("content", "")).split()) for m in request.get("messages", []))
+        completion_words = len(str(entry).split())
         body = {
             "id": "chatcmpl-scripted",
             "object": "chat.completion",
             "model": request.get("model", "scripted"),
             "choices": [{"index": 0, "message": {"role": "assistant", "content": entry},
                          "finish_reason": self.finish_reason}],
-            "usage": {"prompt_tokens": prompt_words, "completion_tokens": len(str(entry).split())},
+            # total_tokens as OpenAI sends it (clients such as browser-use's require it)
+            "usage": {"prompt_tokens": prompt_words, "completion_tokens": completion_words,
+                      "total_tokens": prompt_words + completion_words},
         }
         return 200, json.dumps(body).encode()
 
