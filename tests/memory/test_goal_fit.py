@@ -198,3 +198,26 @@ def test_a_stored_behaviour_s_verb_and_fields_are_validated(bad):
     with pytest.raises(ValidationError):
         Behaviour.model_validate({"actions": [], **bad})
     assert Behaviour.model_validate({"actions": []}).serves == "", "a record written before them loads"
+
+
+ENTER = Action(kind=ActionKind.KEY, key="enter")
+TAP_TT = Action(kind=ActionKind.TAP, selector=Selector(role=Role.TEXTBOX, label="tt", resource_id="tt"))
+
+
+def test_what_another_task_learned_is_withheld_where_none_of_its_targets_is_on_screen(graph):  # noqa: F811
+    """A procedure learned on focus-text ("press enter, tap the textbox tt") recalled by similarity on
+    focus-text-2 or an autocomplete would push only its key press: withheld there, offered on its own page,
+    and offered on its own task however the page looks (leave-one-out is a separate rule)."""
+    proc = InjectedItem(id="p", kind=ItemKind.PROCEDURE, text="To focus: 1) key(enter); 2) tap(textbox tt)",
+                        success=True, sources=("focus-text",), behaviour=Behaviour(actions=(ENTER, TAP_TT)))
+    for name in ("focus-text-2-501", "use-autocomplete-nodelay-501"):
+        obs, task = screen(name)
+        got = graph.kit.injection("m", "t", [proc], observation=obs, task=task)
+        assert got.items == () and got.unfit == ("p",), name
+    obs, task = screen("focus-text-501")
+    sibling = task.model_copy(update={"id": "focus-text-3"})
+    assert graph.kit.injection("m", "t", [proc], observation=obs, task=sibling).items != (), "its target is here"
+    other, _ = screen("focus-text-2-501")
+    assert graph.kit.injection("m", "t", [proc], observation=other, task=task).items != (), "its own task"
+    keys = proc.model_copy(update={"behaviour": Behaviour(actions=(ENTER,))})
+    assert graph.kit.injection("m", "t", [keys], observation=other, task=sibling).items != (), "nothing targeted"

@@ -24,7 +24,7 @@ from guimem.memory.roles import bound_args, rebind
 from guimem.memory.settings import Defences
 from guimem.storage import Store
 from guimem.tokens import TokenCounter
-from guimem.types import InjectedItem, Injection, Observation, Origin, Task
+from guimem.types import Behaviour, InjectedItem, Injection, Observation, Origin, Task
 
 
 @dataclass
@@ -77,8 +77,8 @@ class MemoryKit:
         goal, where the task names them otherwise (`guimem.memory.roles`), and an item whose actions
         decided another goal's outcome is withheld where the goal's verb does not fit (`fits_goal`)."""
         view = TaskScreen(task, observation) if task is not None else None
-        unfit = tuple(item.id for item in items if not fits_goal(item, view)
-                      or (observation is not None and not holds_here(item, view))) if view is not None else ()
+        unfit = tuple(item.id for item in items if not fits_goal(item, view) or (observation is not None and (
+            not holds_here(item, view) or not acts_for(item, view, observation)))) if view is not None else ()
         if unfit:
             items = [item for item in items if item.id not in unfit]
         shown, kept = guard(items, self.defences, observation, task)
@@ -94,6 +94,34 @@ def fits_goal(item: InjectedItem, task: Task | TaskScreen) -> bool:
     they decided asked for what ``task`` asks (`serves_goal`): the trash tap that finished a delete task is
     no advice for a reply task, the tap that opened the email is."""
     return serves_goal(item.behaviour.serves, task)
+
+
+def acts_here(behaviour: Behaviour, task: Task, observation: Observation) -> bool:
+    """Can ``behaviour`` act on this screen for ``task``: do all its placeholders bind to the task's values
+    (a procedure whose typing steps cannot bind would push only its clicks), and does one of its targeted
+    steps find its element here? What another task learned may help here only then."""
+    names = {n for a in behaviour.actions for n in a.params()}
+    args = bound_args(names, behaviour.roles, task)
+    if not names <= set(args):
+        return False
+    for step in behaviour.actions:
+        if step.selector is not None and all(p in args for p in step.params()) and \
+                step.selector.resolve(observation, args).ok:
+            return True
+    return False
+
+
+def learned_elsewhere(item: InjectedItem, task: Task) -> bool:
+    """Was ``item`` learned on tasks other than ``task`` (or on tasks nobody recorded)?"""
+    return task.id not in item.sources
+
+
+def acts_for(item: InjectedItem, here: TaskScreen, observation: Observation) -> bool:
+    """May ``item`` advise here: learned on this task, or acting on this screen for it (`acts_here`) — a
+    procedure another task learned whose targets are not on this screen would only push its untargeted
+    steps (a key press) into a task that has no use for them."""
+    targeted = any(a.selector is not None for a in item.behaviour.actions)
+    return not targeted or not learned_elsewhere(item, here.task) or acts_here(item.behaviour, here.task, observation)
 
 
 def holds_here(item: InjectedItem, here: TaskScreen) -> bool:

@@ -121,21 +121,6 @@ def can_start(program: SkillProgram, args: dict[str, str], observation: Observat
     return res.ok and res.element is not None
 
 
-def acts_here(behaviour: Behaviour, task: Task, observation: Observation) -> bool:
-    """Can ``behaviour`` act on this screen for ``task``: do all its placeholders bind to the task's values
-    (a procedure whose typing steps cannot bind would push only its clicks), and does one of its targeted
-    steps find its element here? What another task learned may help here only then."""
-    names = {n for a in behaviour.actions for n in a.params()}
-    args = bound_args(names, behaviour.roles, task)
-    if not names <= set(args):
-        return False
-    for step in behaviour.actions:
-        if step.selector is not None and all(p in args for p in step.params()) and \
-                step.selector.resolve(observation, args).ok:
-            return True
-    return False
-
-
 def execute(env: Env, program: SkillProgram, args: dict[str, str], observation: Observation,
             name: str = "skill") -> SkillRun:
     """Run ``program`` on ``env`` from ``observation`` with ``args``."""

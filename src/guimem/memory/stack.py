@@ -24,8 +24,8 @@ from guimem.llm import LLMClient
 from guimem.memory.base import RecallQuery, RoundLog, StoredRounds
 from guimem.memory.generalise import direct_path, state_text, template_key
 from guimem.memory.indexcache import IndexCache, SavesCache
-from guimem.memory.kit import MemoryKit
-from guimem.memory.program import acts_here, can_start, execute, record_use
+from guimem.memory.kit import MemoryKit, acts_here
+from guimem.memory.program import can_start, execute, record_use
 from guimem.memory.ranking import mmr, tau_for
 from guimem.memory.settings import MemorySpec
 from guimem.memory.skills.induce import induce
