@@ -115,10 +115,13 @@ def test_learn_recall_and_memory_commands(tmp_path, monkeypatch):
     env = FormEnv()
     obs_file = tmp_path / "obs.json"
     obs_file.write_text(env.reset(Task(id="form", goal="", app="form", seed=3)).model_dump_json())
-    result = runner.invoke(app, ["recall", "--store", store, "--method", "graph", "--goal", env.task.goal,
-                                 "--observation", str(obs_file), "--json"])
+    ask = ["recall", "--store", store, "--method", "graph", "--goal", env.task.goal, "--observation", str(obs_file)]
+    values = [a for k, v in env.task.params.items() for a in ("--param", f"{k}={v}")]
+    result = runner.invoke(app, [*ask, "--task", "form", *values, "--json"])
     injection = json.loads(result.output)["injection"]
     assert {i["success"] for i in injection["items"]} == {True, False}
+    adhoc = runner.invoke(app, ask)  # another task, no values: typing {username} cannot act here
+    assert adhoc.exit_code == 0 and "withheld as unfit" in adhoc.output, adhoc.output
     listed = json.loads(runner.invoke(app, ["memory", "list", "--store", store, "--method", "graph", "--kind", "edge",
                                             "--json"]).output)
     shown = runner.invoke(app, ["memory", "show", listed[0]["id"], "--store", store, "--method", "graph"])

@@ -156,6 +156,10 @@ def _recall_hints(st: CliState, screen: Observation, inj: Injection, task: str |
     if task is None and not inj.items:
         st.err.print(f"[yellow]nothing recalled for task {ADHOC_TASK!r}:[/] no --task was given, and knowledge is "
                      "kept per task; give --task with the id of the task it was learned from", soft_wrap=True)
+    if inj.unfit:
+        st.err.print(f"[yellow]{plural(len(inj.unfit), 'item')} withheld as unfit[/] for this goal or screen: learned "
+                     "for another verb, with other field values, or on another task and unable to act here "
+                     "(its placeholders need --param values, or its targets are not on the screen)", soft_wrap=True)
 
 
 @memory_app.command("stats", cls=Command)
