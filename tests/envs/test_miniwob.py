@@ -107,3 +107,13 @@ def test_screenshots_are_written_when_asked(tmp_path):
 def test_available_tasks_lists_the_package_pages():
     names = available_tasks()
     assert "login-user" in names and "email-inbox" in names and len(names) > 100
+
+
+def test_a_reset_after_close_starts_a_browser_and_opens_the_page_again():
+    env = MiniWoBEnv()
+    try:
+        env.reset(task("login-user", 3))
+        env.close()
+        assert env.reset(task("login-user", 3)).elements, "before: the new browser's blank page had no task"
+    finally:
+        env.close()

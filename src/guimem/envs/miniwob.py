@@ -314,10 +314,11 @@ class MiniWoBEnv:
         return Outcome(success=raw >= 1.0 - 1e-9, score=raw, reason=str(snap["reason"] or ""))
 
     def close(self) -> None:
-        """Quit the browser."""
+        """Quit the browser (a later reset starts another and opens its page again)."""
         if self._browser is not None:
             self._browser.close()
             self._browser = None
+        self._page = None
 
 
 _SNAPSHOT_JS = (Path(__file__).with_name("miniwob_snapshot.js")).read_text(encoding="utf-8")
