@@ -16,6 +16,7 @@ from rich.table import Table
 
 from guimem.cli.output import EXIT_INTERRUPTED, CliState, emit_json, fail, registered, state
 from guimem.embeddings import create_embedder
+from guimem.envs.drift import check_version
 from guimem.errors import ConfigError, GuimemError
 from guimem.harness.attack_rate import tally
 from guimem.harness.compare import compare_runs
@@ -48,7 +49,8 @@ def parse_defences(text: str) -> Defences:
 
 def _spec(st: CliState, env: str | None, suite: str, rounds: int, methods: str, policy: str, workers: int, backend: str,
           exclude_source_task: bool, context: str, screenshots: bool = False, store: str | None = None,
-          address: str | None = None, defences: str = "all") -> EvalSpec:
+          address: str | None = None, defences: str = "all", drift_at: int | None = None,
+          drift_to: str = "v1") -> EvalSpec:
     chosen = [m.strip() for m in methods.split(",") if m.strip()]
     if not chosen:
         raise ConfigError(f"--methods {methods!r} names no method",
@@ -71,7 +73,11 @@ def _spec(st: CliState, env: str | None, suite: str, rounds: int, methods: str, 
                                                        defences=parse_defences(defences)), embedder=embedder,
                     llm=llm, token_encoding=st.settings.token_encoding, workers=workers, backend=backend,
                     screenshots=screenshots, store=mask_url(store) if store else "", address=address,
-                    attacks=st.settings.poison.label() if env.startswith("poison-") else "")
+                    attacks=st.settings.poison.label() if env.startswith("poison-") else "",
+                    drift_at=suite_obj.drift_at if drift_at is None else drift_at, drift_to=check_version(drift_to))
+    if spec.drift_at > rounds:
+        raise ConfigError(f"--drift-at {spec.drift_at} is after the last of {plural(rounds, 'round')}",
+                          suggestion=f"give a round from 1 to {rounds}, or 0 for no drift")
     check_names(spec, st.settings)  # before --out is made: a bad name leaves no run folder behind
     return spec
 
@@ -165,15 +171,20 @@ def eval_command(
     defences: str = typer.Option("all", "--defences", help="What guards memory against hostile page text: all, "
                                  "none, or all minus a list (no-quote,no-quarantine,no-untrusted-imports); recorded "
                                  "in run_spec.json (docs/security.md)."),
+    drift_at: int | None = typer.Option(None, "--drift-at", min=0,
+                                        help="From this round on (counted from 1) the pages show a later UI version "
+                                             "(--drift-to; docs/drift.md). Default: the suite's drift_at; 0: none."),
+    drift_to: str = typer.Option("v1", "--drift-to", help="The version shown from --drift-at on: v1 (relabelled, "
+                                 "reordered, renamed ids, moved), v2 and later (also a notice to dismiss first)."),
     json_output: bool = typer.Option(False, "--json", help="Print summary.json instead of the table."),
 ) -> None:
     """Run (or resume) a lifelong evaluation; write results, traces, summary.json and report.html to OUT."""
     st = state(ctx, json_output)
     try:
         spec = _spec(st, env, suite, rounds, methods, policy, workers, backend, exclude_source_task, context,
-                     screenshots, store, address, defences)
+                     screenshots, store, address, defences, drift_at, drift_to)
         learn = _spec(st, env, learn_suite, rounds, methods, policy, workers, backend, exclude_source_task, context,
-                      screenshots, store, address, defences) if learn_suite else None
+                      screenshots, store, address, defences, 0) if learn_suite else None
         check_out_dir(out)
         runs = [spec] if learn is None else [learn, spec]
         total = sum(len(s.suite.tasks) * s.rounds * len(s.methods) for s in runs)
@@ -207,6 +218,7 @@ def eval_command(
         emit_json(summary)
         return
     learned = f", memory learned on {learn.suite.name}, leave-one-task-out" if learn else ""
+    learned += f", UI {spec.drift_to} from round {spec.drift_at}" if spec.drift_at else ""
     print_summary(st, summary, f"{spec.suite.name}: {plural(spec.rounds, 'round')}{learned}, Pass@k % "
                                f"(policy {spec.policy})")
     _print_infra(st, summary)

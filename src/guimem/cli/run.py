@@ -8,6 +8,7 @@ import typer
 from rich.table import Table
 
 from guimem.cli.output import CliState, emit_json, fail, registered, state
+from guimem.envs.drift import BASE_VERSION, DriftEnv, check_version
 from guimem.errors import GuimemError, RunStoppedError
 from guimem.harness.episode import EpisodeSettings, run_episode
 from guimem.harness.factory import make_env, make_policy
@@ -29,6 +30,9 @@ def run(
     max_steps: int = typer.Option(DEFAULT_MAX_STEPS, "--max-steps", min=1, help="Step budget."),
     out: Path = typer.Option(Path("runs/run"), "--out", "-o", help="Folder for trajectories.jsonl."),
     screenshots: bool = typer.Option(False, "--screenshots", help="Save a PNG per observation."),
+    drift: str = typer.Option("v0", "--drift", help="UI version to show: v0 (the page as it is), v1 (relabelled, "
+                              "reordered, renamed ids, moved), v2 and later (also a notice to dismiss first); "
+                              "docs/drift.md."),
     json_output: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Run one episode and append its trajectory to OUT/trajectories.jsonl."""
@@ -36,7 +40,10 @@ def run(
     traj_file = out / "trajectories.jsonl"
     try:
         shots = artifacts_dir(traj_file) / f"{task}-{seed}" if screenshots else None
+        version = check_version(drift)
         environment = make_env(env_name, st.settings, shots)
+        if version != BASE_VERSION:
+            environment = DriftEnv(environment, version)
         try:
             policy = make_policy(policy_name, st.settings, seed=0, context=context, screenshots=screenshots)
             trajectory = run_episode(environment, policy, Task(id=task, goal="", app=env_name, seed=seed,
@@ -51,7 +58,8 @@ def run(
         raise fail(ctx, RunStoppedError(f"the episode could not be judged ({infra.component} failed)", failures=1,
                                         first=infra.message, suggestion=infra.suggestion)) from None
     append_trajectory(traj_file, trajectory)
-    result = {"task": task, "seed": seed, "success": trajectory.outcome.success, "score": trajectory.outcome.score,
+    result = {"task": task, "seed": seed, **({"ui_version": version} if version != BASE_VERSION else {}),
+              "success": trajectory.outcome.success, "score": trajectory.outcome.score,
               "steps": len(trajectory.steps), "trajectory": str(traj_file)}
     if st.json or json_output:
         emit_json(result)

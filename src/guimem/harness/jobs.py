@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from guimem.agents.base import Policy
 from guimem.embeddings import CachedEmbedder, create_embedder
 from guimem.envs.base import Env
+from guimem.envs.drift import DriftEnv, Versioned
 from guimem.harness.episode import EpisodeSettings, run_episode
 from guimem.harness.factory import make_env, make_policy
 from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir
@@ -80,8 +81,8 @@ class Workbench:
         if self._env is None:
             shots = self.run_dir.path.resolve() / "screenshots" if self.spec.screenshots else None
             # only when asked: an env registered by a user need not take a screenshots folder
-            self._env = make_env(self.spec.env, self.settings, shots) if shots else make_env(self.spec.env,
-                                                                                             self.settings)
+            env = make_env(self.spec.env, self.settings, shots) if shots else make_env(self.spec.env, self.settings)
+            self._env = DriftEnv(env) if self.spec.drift_at else env
         return self._env
 
     def env_factory(self) -> Callable[[], Env]:
@@ -144,12 +145,16 @@ class Workbench:
         memory = self.memory(job.method, job.round, fresh=fresh_memory)
         runner = memory.run_skill if isinstance(memory, SkillRunner) else None
         task = job.entry.to_task(self.spec.env, self.spec.max_steps)
+        version = self.spec.ui_version(job.round)
+        if isinstance(self.env, Versioned) and version:
+            self.env.set_version(version)
         traj = run_episode(self.env, self.policy, task, memory=memory,
                            settings=EpisodeSettings(max_steps=task.max_steps or self.spec.max_steps),
                            skill_runner=runner, round_index=job.round, slot=job.slot)
         if traj.outcome.infra is not None and traj.outcome.infra.component is InfraComponent.ENV:
             self.close_env()
-        return result_of(job, traj), traj
+        result = result_of(job, traj)
+        return (result.model_copy(update={"ui_version": version}) if version else result), traj
 
     def close_env(self) -> None:
         """Close the env (a new one starts on next use)."""

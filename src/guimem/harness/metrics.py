@@ -36,6 +36,8 @@ class RoundStats(BaseModel):
     recall_ms_p95: float
     memory: dict[str, int] = Field(default_factory=dict)
     abstained_steps: int = 0
+    ui_version: str = ""
+    """The UI version the round's pages showed (``v0``, ``v1``; empty without drift, `guimem.envs.drift`)."""
 
 
 class Difference(BaseModel):
@@ -124,6 +126,8 @@ class MethodSummary(BaseModel):
     model: ModelTotals | None = None
     skill_runs: int = 0
     skill_run_success_rate: float | None = None
+    pass_at_k_by_version: dict[str, dict[str, float]] = Field(default_factory=dict)
+    """With drift: per UI version, Pass@k over that version's rounds (k counted from its first round)."""
     harm: list[HarmCase] = Field(default_factory=list)
     """Where memory turned a success of ``none`` into a failure: the method's judged episode failed and
     ``none``'s judged episode of the same task, seed and round succeeded (empty for ``none``)."""
@@ -205,6 +209,18 @@ def _infra(attempts: list[EpisodeResult], unresolved: list[EpisodeResult]) -> In
                        first_error=f"{first.component}: {first.message}" if first else None)
 
 
+def by_version(matrix: np.ndarray, versions: list[str]) -> dict[str, dict[str, float]]:
+    """Pass@k per UI version (``versions``: each round's): over the rounds each version ran, k counted from
+    its first (empty: no drift)."""
+    if not any(versions) or not len(matrix):
+        return {}
+    out: dict[str, dict[str, float]] = {}
+    for version in dict.fromkeys(versions):
+        part = matrix[:, [k for k, v in enumerate(versions) if v == version]]
+        out[version] = {str(k): round(float(pass_at(part, k).mean()), 4) for k in range(1, part.shape[1] + 1)}
+    return out
+
+
 def summarise(spec: EvalSpec, lines: list[EpisodeResult], run_dir: RunDir | None = None) -> Summary:
     """Build ``summary.json`` from the result lines (and memory snapshots when a run dir is given).
 
@@ -220,11 +236,15 @@ def summarise(spec: EvalSpec, lines: list[EpisodeResult], run_dir: RunDir | None
         by_method[r.method].append(r)
     none_matrix = success_matrix(by_method.get("none", []), units, rounds)
     methods: dict[str, MethodSummary] = {}
+    versions = [spec.ui_version(k) for k in range(rounds)]
     for method in spec.methods:
         rows = by_method.get(method, [])
         matrix = success_matrix(rows, units, rounds)
         per_round = [_round_stats([r for r in rows if r.round == k], k,
                                   run_dir.snapshot(method, k) if run_dir else None) for k in range(rounds)]
+        if spec.drift_at:
+            per_round = [s.model_copy(update={"ui_version": spec.ui_version(s.round)})
+                         for s in per_round]
         pak, cis, diffs = {}, {}, {}
         for k in range(1, rounds + 1):
             hits, base = pass_at(matrix, k).astype(float), pass_at(none_matrix, k).astype(float)
@@ -239,10 +259,11 @@ def summarise(spec: EvalSpec, lines: list[EpisodeResult], run_dir: RunDir | None
                                         infra=_infra([r for r in lines if r.method == method and not r.judged],
                                                      [r for r in pending if r.method == method]),
                                         model=_model_totals(rows), **_skill_runs(rows),
+                                        pass_at_k_by_version=by_version(matrix, versions),
                                         harm=harm_cases(rows, by_method.get("none", [])) if method != "none" else [])
     expected = len(spec.suite.tasks) * rounds * len(spec.methods)
     run = {"suite": spec.suite.name, "env": spec.env, "rounds": rounds, "methods": spec.methods,
            "policy": spec.policy, "episodes_per_round": len(spec.suite.tasks), "embedder": spec.embedder,
            "token_encoding": spec.token_encoding, "exclude_source_task": spec.memory.exclude_source_task,
-           "learned_on": spec.learned_on}
+           "learned_on": spec.learned_on, "drift_at": spec.drift_at, "drift_to": spec.drift_to}
     return Summary(run=run, methods=methods, complete=len(results) >= expected)

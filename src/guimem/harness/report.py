@@ -14,6 +14,7 @@ import html
 import time
 from collections import defaultdict
 
+from guimem.envs.drift import kinds_of
 from guimem.harness.charts import (
     NONE_COLOUR,
     method_colours,
@@ -105,6 +106,25 @@ def _infra_section(summary: Summary) -> str:
     return ('<div class="infra"><h2>Infrastructure failures</h2><p>Episodes the browser, model endpoint or '
             "store failed. They are <b>not</b> counted in Pass@k; unresolved ones run again when the evaluation "
             f"is resumed.</p>{_table(['method', 'failed attempts', 'unresolved', 'first error'], rows)}</div>")
+
+
+def _drift_section(spec: EvalSpec, summary: Summary) -> str:
+    """Which UI version each round showed, success per round and Pass@k per version (empty without drift)."""
+    if not spec.drift_at:
+        return ""
+    versions = [spec.ui_version(k) for k in range(spec.rounds)]
+    headers = ["method", *[f"round {k + 1} ({v})" for k, v in enumerate(versions)],
+               *[f"Pass@{k} {v}" for v in dict.fromkeys(versions) for k in range(1, versions.count(v) + 1)]]
+    rows = [[breakable(n), *[_pct(r.success_rate) for r in m.rounds],
+             *[_pct(p) for v in dict.fromkeys(versions) for p in m.pass_at_k_by_version.get(v, {}).values()]]
+            for n, m in summary.methods.items()]
+    said = {"relabel": "controls relabelled", "reorder": "same-container buttons swapped", "rename": "ids renamed",
+            "move": "layout moved", "interstitial": "a notice to dismiss first"}
+    changes = ", ".join(said[k] for k in said if k in kinds_of(spec.drift_to))
+    return (f"<h2>UI drift</h2><p>From round {spec.drift_at} on the pages showed version {e(spec.drift_to)}: "
+            f"{changes} (<code>guimem.envs.drift</code>); the goals and success checks did not change. Success per "
+            f"round (%), and Pass@k within each version.</p>"
+            f"<div class=\"scroll\">{_table(headers, rows, 'drift')}</div>")
 
 
 def _model_section(summary: Summary) -> str:
@@ -281,7 +301,7 @@ failed episodes with an action that could not be performed (counted as failures,
 failures are not counted.</p>
 <div class="scroll charts">{svg_pass_curves(summary, colours, bands=False)}</div>
 <h3>Each method against none (95 % CI bands)</h3>{svg_small_multiples(summary, colours)}
-{_matrix(spec, summary, colours, data.episodes)}
+{_drift_section(spec, summary)}{_matrix(spec, summary, colours, data.episodes)}
 {transfer_section(data.episodes)}
 <h2>Cost</h2>
 <div class="scroll charts">{svg_bars("Injected tokens, all rounds", tokens, colours)}

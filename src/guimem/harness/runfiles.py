@@ -20,6 +20,7 @@ from pathlib import Path
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
+from guimem.envs.drift import version_for_round
 from guimem.errors import ConfigError, DataError, TrajectoryFormatError
 from guimem.memory.names import namespace_of
 from guimem.memory.settings import MemorySpec
@@ -68,6 +69,10 @@ class EvalSpec(BaseModel):
     attacks: str = ""
     """On a poison env (``poison-*``): the planted attacks' phrasing set and rotation (``heldout/r0``,
     ``GUIMEM_POISON__*``); empty otherwise."""
+    drift_at: int = Field(default=0, ge=0)
+    """The round (counted from 1) from which the env shows UI version ``drift_to`` (`guimem.envs.drift`); 0: never."""
+    drift_to: str = Field(default="v1", pattern=r"^v\d{1,3}$")
+    """The UI version shown from ``drift_at`` on."""
     versions: dict[str, str] = Field(default_factory=package_versions)
     created_at: float = Field(default_factory=time.time)
     machine: str = Field(default_factory=lambda: f"{platform.machine()} {os.cpu_count()} cores")
@@ -76,7 +81,12 @@ class EvalSpec(BaseModel):
         """The fields that must match for a run directory to be resumed."""
         return self.model_dump(mode="json", include={"env", "suite", "rounds", "methods", "policy", "policy_seed",
                                                      "context", "memory", "embedder", "llm", "max_steps",
-                                                     "store", "learned_on", "attacks"})
+                                                     "store", "learned_on", "attacks", "drift_at",
+                                                     "drift_to"})
+
+    def ui_version(self, round_index: int) -> str:
+        """The UI version round ``round_index`` (0-based) shows: empty without drift."""
+        return version_for_round(round_index, self.drift_at, self.drift_to) if self.drift_at else ""
 
     def namespace(self, method: str) -> str:
         """Where ``method``'s memory lives in its store: the method's own SQLite file holds it under the
@@ -123,6 +133,8 @@ class EpisodeResult(BaseModel):
     output_modes: list[str] = Field(default_factory=list)
     skill_runs: int = 0
     skill_failures: int = 0
+    ui_version: str = ""
+    """The UI version the episode was shown (``v0``, ``v1``, ... with drift, `guimem.envs.drift`; empty without)."""
 
     @property
     def key(self) -> tuple[str, int, str, int]:

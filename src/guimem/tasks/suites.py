@@ -44,6 +44,8 @@ class Suite(BaseModel):
     name: str
     env: str = "miniwob"
     description: str = ""
+    drift_at: int = Field(default=0, ge=0, le=1000)
+    """The round (from 1) from which its pages show a later UI version (`guimem.envs.drift`); 0: never."""
     tasks: tuple[SuiteEntry, ...] = Field(min_length=1)
 
     def task_names(self) -> list[str]:
