@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from guimem.errors import GuimemError
 from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir, judged
+from guimem.memory.catalog import counts as item_counts
 from guimem.memory.hostile import page_spans, quote_spans
 from guimem.memory.names import recorded_name
 from guimem.memory.steer.items import KnowledgeItem
@@ -82,8 +83,9 @@ class LearnedItem(BaseModel):
 
 
 class Learned(BaseModel):
-    """What one method's memory learned: counts by kind/status, the top items, the events it logged and
-    the method's own ``name`` (as recorded in its store)."""
+    """What one method's memory learned: counts by kind/status (`guimem.memory.catalog.counts`, as the CLI
+    and the inspector count), the top items, the events it logged and the method's own ``name`` (as
+    recorded in its store)."""
 
     counts: dict[str, int] = Field(default_factory=dict)
     events: int = 0
@@ -224,13 +226,12 @@ def learned(path: Path | str, namespace: str) -> Learned:
     try:
         records = store.query(namespace)
         events, name = store.stats(namespace).events, recorded_name(store, namespace)
-        counts: dict[str, int] = defaultdict(int)
+        counts = item_counts(store, namespace)  # what the CLI, the API and the inspector count too
         uses, manual = _uses_and_curation(store.events(namespace=namespace))
         items, skills = [], []
         for r in records:
             item = _knowledge(r.id, r.status, r.body) if r.kind == "knowledge" else None
             kind = item.kind if item else r.kind
-            counts[f"{kind}:{r.status}"] += 1
             if item is None:
                 item = LearnedItem(id=r.id, kind=kind, status=r.status, text=_text(r.body))
             item.uses, item.successes = len(uses.get(r.id, [])), sum(uses.get(r.id, []))
@@ -243,7 +244,7 @@ def learned(path: Path | str, namespace: str) -> Learned:
         store.close()
     items.sort(key=lambda i: (_STATUS_ORDER.get(i.status, 9), -(i.difference or 0.0), -i.trials, i.id))
     skills.sort(key=lambda i: (-i.uses, _STATUS_ORDER.get(i.status, 9), i.id))
-    return Learned(counts=dict(sorted(counts.items())), items=items[:TOP_ITEMS], skills=skills[:TOP_ITEMS],
+    return Learned(counts=counts, items=items[:TOP_ITEMS], skills=skills[:TOP_ITEMS],
                    events=events, name=name)
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +38,7 @@ from guimem.envs.browsergym import (
     use_system_chromium,
 )
 from guimem.errors import ConfigError
+from guimem.integrations.rounds import Rounds
 from guimem.memory.base import LearnReport, Memory, RecallQuery
 from guimem.memory.factory import open_memory
 from guimem.memory.settings import MemorySpec
@@ -101,16 +101,19 @@ class BrowserGymMemory:
     """
 
     def __init__(self, memory: Memory) -> None:
-        self.memory = memory
+        self.rounds: Rounds[Memory] = Rounds(memory)
         self._episode: _Episode | None = None
-        self._round = max(0, memory.committed_round() + 1)
-        self._slots: Counter[str] = Counter()
 
     @classmethod
     def open(cls, method: str = "stack", store: str = "guimem-memory.sqlite", settings: GuimemSettings | None = None,
              spec: MemorySpec | None = None) -> BrowserGymMemory:
         """Open (or create) the memory ``method`` in ``store`` (a SQLite path or a PostgreSQL URL)."""
         return cls(open_memory(method, store, settings or GuimemSettings(), spec=spec))
+
+    @property
+    def memory(self) -> Memory:
+        """The guimem memory recalled from and learned into."""
+        return self.rounds.memory
 
     @property
     def task(self) -> Task:
@@ -134,8 +137,8 @@ class BrowserGymMemory:
         start = time.perf_counter()
         injection = self.memory.recall(RecallQuery(
             task=episode.task, observation=episode.parsed.observation, step=len(episode.steps),
-            history=tuple(episode.steps), episode_id=episode.episode_id, round=self._round,
-            slot=self._slots[episode.task.id]))
+            history=tuple(episode.steps), episode_id=episode.episode_id, round=self.rounds.round,
+            slot=self.rounds.slot(episode.task.id)))
         episode.injection = injection.model_copy(update={"latency_ms": (time.perf_counter() - start) * 1000})
         return Hint(text=injection.text, items=injection.items, injection=episode.injection)
 
@@ -167,19 +170,16 @@ class BrowserGymMemory:
             outcome=Outcome(success=success, score=max(-1.0, min(1.0, float(reward))), reason=f"reward {reward:g}"),
             env="browsergym", policy="external", memory=self.memory.name, started_at=episode.started,
             wall_ms=(time.time() - episode.started) * 1000)
-        self._slots[episode.task.id] += 1
         self._episode = None
-        return self.memory.learn(trajectory)
+        return self.rounds.learn(trajectory)
 
     def end_round(self) -> None:
         """Consolidate what was learned since the last call (admissions, merges); later recalls see it."""
-        self.memory.end_round()
-        self._round += 1
-        self._slots.clear()
+        self.rounds.end_round()
 
     def close(self) -> None:
         """Close the store."""
-        self.memory.close()
+        self.rounds.close()
 
     def __enter__(self) -> BrowserGymMemory:
         return self

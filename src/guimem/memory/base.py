@@ -275,8 +275,11 @@ class RoundLog:
 class StoredRounds(ABC):
     """The round-boundary members of the contract, for a method that holds a `RoundLog` as ``rounds``.
 
-    A helper to mix in (it shares plumbing, not behaviour): ``commit_round`` calls the method's own
-    ``learn`` and ``end_round`` inside the log's transaction.
+    The one ``commit_round`` of the stored methods: it calls the method's own ``learn`` and ``end_round``
+    inside the log's transaction, then the hook `_after_commit` outside it (so a derived file written
+    there, e.g. an index cache entry, is stamped with the committed store). ``close`` calls the hook
+    `_before_close`, then closes the store. A method overrides the hooks, never ``commit_round`` or
+    ``close`` (and calls no ``super()``): the walk from any boundary ends here and in `RoundLog.commit`.
     """
 
     rounds: RoundLog
@@ -290,16 +293,25 @@ class StoredRounds(ABC):
         """Consolidate at the round boundary."""
 
     def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> RoundReport:
-        """Learn the round's episodes, consolidate and mark the round, in one transaction."""
-        return self.rounds.commit(self.learn, self.end_round, round_index, trajectories)
+        """Learn the round's episodes, consolidate and mark the round, in one transaction; then `_after_commit`."""
+        report = self.rounds.commit(self.learn, self.end_round, round_index, trajectories)
+        self._after_commit()
+        return report
 
     def committed_round(self) -> int:
         """The last committed round (-1 when none)."""
         return self.rounds.committed()
 
     def close(self) -> None:
-        """Close the store (idempotent)."""
+        """`_before_close`, then close the store (idempotent)."""
+        self._before_close()
         self.rounds.close()
+
+    def _after_commit(self) -> None:  # noqa: B027 - a hook: doing nothing is the default
+        """After a committed round, outside its transaction: refresh derived files (nothing by default)."""
+
+    def _before_close(self) -> None:  # noqa: B027 - a hook: doing nothing is the default
+        """Before the store closes (a second ``close`` too): write what is left unsaved (nothing by default)."""
 
 
 class RoundBuffer:

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from guimem.embeddings import cosine
 from guimem.memory.base import Cursor, LearnReport, RecallQuery, RoundBuffer, RoundLog, StoredRounds
 from guimem.memory.generalise import state_text
-from guimem.memory.indexcache import IndexCache, SavesCache
+from guimem.memory.indexcache import IndexCache
 from guimem.memory.kit import MemoryKit
 from guimem.memory.ranking import tau_for
 from guimem.memory.settings import GraphSettings, Structure
@@ -74,7 +74,7 @@ class EdgeBody(BaseModel):
         return task_id == self.task or task_id in self.tasks
 
 
-class GraphMemory(SavesCache, StoredRounds):
+class GraphMemory(StoredRounds):
     """The ``graph`` memory method.
 
     Args:
@@ -181,6 +181,14 @@ class GraphMemory(SavesCache, StoredRounds):
         if rec.kind == ItemKind.NODE.value:
             return change.new and rec.version == 1 and rec.vector is not None
         return change.new or (rec.kind == ItemKind.EDGE.value and rec.status == "active")
+
+    def _after_commit(self) -> None:
+        """Refresh the index cache after a committed round (outside its transaction: the committed store)."""
+        self._save_cache()
+
+    def _before_close(self) -> None:
+        """Refresh the index cache if this process changed the memory since it was saved."""
+        self._save_cache()
 
     def _save_cache(self) -> None:
         """Write the cache when something changed since it was read (outside any open transaction)."""

@@ -15,8 +15,6 @@ import logging
 import os
 import shutil
 import uuid
-from abc import ABC, abstractmethod
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -24,9 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from guimem.errors import FileConflictError
-from guimem.memory.base import RoundReport
 from guimem.memory.kit import MemoryKit
-from guimem.types import Trajectory
 from guimem.types.files import write_atomic
 from guimem.vectors import VectorIndex
 
@@ -155,39 +151,3 @@ class IndexCache:
         """A side array of an entry, memory-mapped."""
         array: NDArray[Any] = np.load(folder / f"{key}.npy", mmap_mode="r")
         return array
-
-
-@runtime_checkable
-class CacheOwner(Protocol):
-    """A memory whose derived files can be refreshed after a boundary it did not commit through `commit_round`."""
-
-    def save_cache(self) -> None:
-        """Write the cache entries that changed since they were read."""
-        ...
-
-
-class SavesCache(ABC):
-    """Mixin for a memory with an index cache: refresh it after each committed round (outside the
-    round's transaction, so its stamp is the committed store) and when the memory closes."""
-
-    @abstractmethod
-    def _save_cache(self) -> None:
-        """Write the memory's cache entries that changed since they were read."""
-
-    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> RoundReport:
-        """Learn and consolidate the round in one transaction, then refresh the index cache."""
-        report: RoundReport = super().commit_round(round_index, trajectories)  # type: ignore[misc]
-        self._save_cache()
-        return report
-
-    def save_cache(self) -> None:
-        """Refresh the index cache now (after a boundary committed by someone other than `commit_round`)."""
-        parent = getattr(super(), "save_cache", None)  # e.g. the stack's admission lifecycle
-        if parent is not None:
-            parent()
-        self._save_cache()
-
-    def close(self) -> None:
-        """Refresh the index cache if this process changed the memory, then close the store."""
-        self._save_cache()
-        super().close()  # type: ignore[misc]

@@ -15,6 +15,7 @@ import json
 from pydantic import BaseModel, Field
 
 from guimem.errors import ConfigError
+from guimem.memory.catalog import counts
 from guimem.registry import Registry, default_registry, is_target
 from guimem.storage import Store
 
@@ -90,7 +91,7 @@ def stored_memories(store: Store, registry: Registry | None = None) -> list[Stor
         method = store.meta_get(f"{ns}.{METHOD_KEY}") or (shipped if shipped in registered else None)
         out.append(StoredMemory(namespace=ns, method=method,
                                 name=recorded_name(store, ns), events=raw.events,
-                                items={f"{k}:{s}": n for (k, s), n in sorted(raw.by_kind_status.items())}))
+                                items=counts(store, ns)))
     return out
 
 

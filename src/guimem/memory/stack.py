@@ -23,7 +23,7 @@ from guimem.envs.base import Env, Transition
 from guimem.llm import LLMClient
 from guimem.memory.base import RecallQuery, RoundLog, StoredRounds
 from guimem.memory.generalise import direct_path, state_text, template_key
-from guimem.memory.indexcache import IndexCache, SavesCache
+from guimem.memory.indexcache import IndexCache
 from guimem.memory.kit import MemoryKit, acts_here
 from guimem.memory.program import can_start, execute, record_use
 from guimem.memory.ranking import mmr, tau_for
@@ -170,7 +170,7 @@ class StackProposer:
         return []
 
 
-class StackMemory(SavesCache, AdmissionMembers, StoredRounds):
+class StackMemory(AdmissionMembers, StoredRounds):
     """The ``stack`` memory method.
 
     Args:
@@ -227,6 +227,15 @@ class StackMemory(SavesCache, AdmissionMembers, StoredRounds):
                         - set(self._states))
         if states:  # read by `_fits_screen`
             self._states.update(zip(states, self._embed(states, EmbedRole.QUERY), strict=True))
+
+    def _after_commit(self) -> None:
+        """Refresh the index cache after a committed round: the admission lifecycle's, then the text vectors."""
+        self.lifecycle.save_cache()
+        self._save_cache()
+
+    def _before_close(self) -> None:
+        """Persist the text vectors embedded since the last save."""
+        self._save_cache()
 
     def _save_cache(self) -> None:
         """Persist the text vectors embedded since the last save."""

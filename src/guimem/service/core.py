@@ -14,6 +14,7 @@ from guimem.embeddings import CachedEmbedder, create_embedder
 from guimem.envs.base import Env
 from guimem.errors import ConfigError, DataError, EpisodeRefusedError, FileConflictError, NotFoundError
 from guimem.memory.base import Curator, Memory, RecallQuery, Refused, RoundReport
+from guimem.memory.catalog import counts
 from guimem.memory.factory import check_method, open_memory
 from guimem.memory.hostile import page_spans, quote_spans
 from guimem.memory.names import namespace_of
@@ -279,7 +280,7 @@ class MemoryService:
     def stats(self) -> Stats:
         """Item counts by kind and status, and the queue: waiting and quarantined episodes."""
         raw = self.store.stats(self.namespace)
-        items = {f"{kind}:{status}": n for (kind, status), n in sorted(raw.by_kind_status.items())}
+        items = counts(self.store, self.namespace)
         rnd = self.store.meta_get(f"{self.namespace}.round")
         quarantined = self.queue.count(EntryStatus.QUARANTINED)
         return Stats(method=self.memory.name, namespace=self.namespace, items=items, events=raw.events,

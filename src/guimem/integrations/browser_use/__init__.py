@@ -17,10 +17,11 @@ click, anyio), so it is not a guimem extra: install it in its own environment (`
 """
 
 from guimem.integrations.browser_use.local import OFFLINE_ENV, local_profile, stay_local
-from guimem.integrations.browser_use.memory import BrowserUseMemory, Checker, Episode, EpisodeMemory, Page, steps_of
+from guimem.integrations.browser_use.memory import BrowserUseMemory, Checker, Episode, Page, steps_of
 from guimem.integrations.browser_use.model import RecallingModel, memory_block, with_memory
 from guimem.integrations.browser_use.remote import ServiceMemory
 from guimem.integrations.browser_use.state import action_of, observation_of
+from guimem.integrations.rounds import EpisodeMemory
 
 __all__ = [
     "OFFLINE_ENV",

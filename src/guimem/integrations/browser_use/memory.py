@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from guimem.errors import ConfigError
 from guimem.integrations.browser_use.model import RecallingModel
 from guimem.integrations.browser_use.remote import ServiceMemory, is_service_url
 from guimem.integrations.browser_use.state import action_of, clean, error_of, location_of, observation_of
+from guimem.integrations.rounds import EpisodeMemory, Rounds
 from guimem.memory.base import LearnReport, RecallQuery
 from guimem.memory.factory import open_memory
 from guimem.memory.settings import MemorySpec
@@ -29,35 +29,6 @@ from guimem.types import Injection, Observation, Outcome, Step, Task, Trajectory
 
 Checker = Callable[[Any], "bool | Awaitable[bool]"]
 """Called with the agent after every step, while its browser is open; its last answer is the episode's success."""
-
-
-class EpisodeMemory(Protocol):
-    """The calls an agent loop makes on a memory: a local `guimem.memory.base.Memory` or a `ServiceMemory`."""
-
-    @property
-    def name(self) -> str:
-        """The method."""
-        ...
-
-    def recall(self, query: RecallQuery) -> Injection:
-        """What to show at this step."""
-        ...
-
-    def learn(self, trajectory: Trajectory) -> LearnReport:
-        """Take in one finished episode."""
-        ...
-
-    def end_round(self) -> None:
-        """The round boundary."""
-        ...
-
-    def committed_round(self) -> int:
-        """The last committed round (-1 when none)."""
-        ...
-
-    def close(self) -> None:
-        """Release the store or the connection."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -128,9 +99,7 @@ class BrowserUseMemory:
     """
 
     def __init__(self, memory: EpisodeMemory) -> None:
-        self.memory = memory
-        self._round = max(0, memory.committed_round() + 1)
-        self._slots: Counter[str] = Counter()
+        self.rounds: Rounds[EpisodeMemory] = Rounds(memory)
         self.last: Trajectory | None = None
         """The episode last learned (its steps, injections and outcome)."""
 
@@ -151,6 +120,11 @@ class BrowserUseMemory:
             raise ConfigError(f"guimem serve at {store} runs {remote.name!r}, not {method!r}",
                               suggestion=f"open({remote.name!r}, {store!r})")
         return cls(remote)
+
+    @property
+    def memory(self) -> EpisodeMemory:
+        """The memory recalled from and learned into (local, or a ``guimem serve``)."""
+        return self.rounds.memory
 
     async def run(self, agent: Any, task: Task | str | None = None, *, success: Checker | bool | None = None,
                   max_steps: int = 100, **run_kwargs: Any) -> Any:
@@ -197,19 +171,16 @@ class BrowserUseMemory:
             outcome=Outcome(success=won, score=1.0 if won else 0.0, reason=how), env="browser-use",
             policy="browser-use", memory=self.memory.name, started_at=episode.started,
             wall_ms=(time.time() - episode.started) * 1000)
-        self._slots[episode.task.id] += 1
         self.last = trajectory
-        return self.memory.learn(trajectory)
+        return self.rounds.learn(trajectory)
 
     def end_round(self) -> None:
         """Consolidate what was learned since the last call (admissions, merges); later runs see it."""
-        self.memory.end_round()
-        self._round += 1
-        self._slots.clear()
+        self.rounds.end_round()
 
     def close(self) -> None:
         """Close the store (or the connection to the server)."""
-        self.memory.close()
+        self.rounds.close()
 
     def __enter__(self) -> BrowserUseMemory:
         return self
@@ -233,8 +204,8 @@ class BrowserUseMemory:
         number = int(agent.state.n_steps)
         injection = self.memory.recall(RecallQuery(
             task=episode.task, observation=observation, step=sum(1 for n in episode.pages if n < number),
-            history=steps_of(agent.history, episode.pages), episode_id=episode.episode_id, round=self._round,
-            slot=self._slots[episode.task.id]))
+            history=steps_of(agent.history, episode.pages), episode_id=episode.episode_id, round=self.rounds.round,
+            slot=self.rounds.slot(episode.task.id)))
         injection = injection.model_copy(update={"latency_ms": (time.perf_counter() - start) * 1000})
         episode.pages[number] = Page(observation=observation, injection=injection)
         return injection.text

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from guimem.embeddings import EmbedRole
 from guimem.envs.base import Env, Transition
 from guimem.memory.base import Cursor, LearnReport, RecallQuery, RoundBuffer, RoundLog, StoredRounds
-from guimem.memory.indexcache import IndexCache, SavesCache
+from guimem.memory.indexcache import IndexCache
 from guimem.memory.kit import MemoryKit
 from guimem.memory.program import SkillProgram, can_start, execute, record_use
 from guimem.memory.ranking import mmr
@@ -64,7 +64,7 @@ class SkillBody(BaseModel):
         return task_id == self.source.task or task_id in self.tasks
 
 
-class SkillMemory(SavesCache, StoredRounds):
+class SkillMemory(StoredRounds):
     """The ``skills`` memory method.
 
     Args:
@@ -147,7 +147,16 @@ class SkillMemory(SavesCache, StoredRounds):
         self._counts = {str(k): int(v) for k, v in extras.get("counts", {}).items()}
         return True
 
+    def _after_commit(self) -> None:
+        """Refresh the index cache after a committed round (outside its transaction: the committed store)."""
+        self._save_cache()
+
+    def _before_close(self) -> None:
+        """Refresh the index cache if this process changed the memory since it was saved."""
+        self._save_cache()
+
     def _save_cache(self) -> None:
+        """Write the ``skills`` entry when skills were read or changed since it was (not after a cached open)."""
         if not self._dirty or not self.cache.enabled or self._names is not None:
             return
         self._write_cache({name: entry[0] for name, entry in self._skills.items()}, self.stats())

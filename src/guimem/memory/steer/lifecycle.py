@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
 from guimem.errors import DataError, NotFoundError
-from guimem.memory.base import Cursor, LearnReport, RoundReport
+from guimem.memory.base import Cursor, LearnReport
 from guimem.memory.hostile import screen_item
 from guimem.memory.indexcache import IndexCache
 from guimem.memory.kit import MemoryKit
@@ -437,7 +437,8 @@ class Admission:
 
 
 class AdmissionMembers:
-    """The contract members a method that holds an `Admission` as ``lifecycle`` gets from it (steer, stack)."""
+    """The contract members a method that holds an `Admission` as ``lifecycle`` gets from it (steer, stack):
+    plain delegations; the round boundary is `StoredRounds`'s."""
 
     lifecycle: Admission
 
@@ -465,16 +466,6 @@ class AdmissionMembers:
     def stats(self) -> dict[str, int]:
         """Items by status."""
         return self.lifecycle.stats()
-
-    def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> RoundReport:
-        """Learn and consolidate the round in one transaction, then refresh the index cache."""
-        report: RoundReport = super().commit_round(round_index, trajectories)  # type: ignore[misc]
-        self.lifecycle.save_cache()
-        return report
-
-    def save_cache(self) -> None:
-        """Refresh the index cache of the admission lifecycle."""
-        self.lifecycle.save_cache()
 
     def refresh(self) -> bool:
         """Catch up with the store without reopening (see `Admission.refresh`)."""

@@ -108,6 +108,10 @@ class SteerMemory(AdmissionMembers, StoredRounds):
         """``steer``."""
         return "steer"
 
+    def _after_commit(self) -> None:
+        """Refresh the admission lifecycle's index cache after a committed round."""
+        self.lifecycle.save_cache()
+
 
     def recall(self, query: RecallQuery) -> Injection:
         """At most one procedure and one warning that fit; nothing (recorded) when nothing fits."""
