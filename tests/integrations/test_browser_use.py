@@ -12,7 +12,9 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -245,10 +247,22 @@ def _first_prompts(server: ScriptedOpenAIServer) -> list[str]:
 def _in_browser_use_venv(args: list[str], cwd: Path, timeout: int = 420, **extra: str
                          ) -> subprocess.CompletedProcess[str]:
     # browser-use's own switches off, and any Python HTTP request beyond loopback sent to a port that answers nothing
+    # browser-use puts each agent's folder, each profile and each downloads folder in the temp folder and
+    # never removes them: a short one of the test's own (a long path breaks Chromium's sockets), removed after
+    scratch = tempfile.mkdtemp(prefix="gbu-")
+    before = _leftovers()
     env = {**os.environ, **OFFLINE_ENV, "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
-           "NO_PROXY": "127.0.0.1,localhost", "PYTHONPATH": str(ROOT / "src"), **extra}
-    return subprocess.run(["nice", "-n", "19", str(BU_PYTHON), *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+           "NO_PROXY": "127.0.0.1,localhost", "PYTHONPATH": str(ROOT / "src"), "TMPDIR": scratch, **extra}
+    try:
+        return subprocess.run(["nice", "-n", "19", str(BU_PYTHON), *args], cwd=cwd, env=env, capture_output=True,
+                              text=True, timeout=timeout)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        assert _leftovers() <= before, f"browser-use left {sorted(_leftovers() - before)} in the temp folder"
+
+
+def _leftovers() -> set[str]:
+    return {p.name for p in Path(tempfile.gettempdir()).iterdir() if p.name.startswith(("browser-use", "browser_use"))}
 
 
 @pytest.mark.browser
