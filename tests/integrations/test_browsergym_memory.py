@@ -114,3 +114,16 @@ def test_an_agentlab_style_agent_sees_memory_and_is_learned_from(tmp_path: Path)
             agent.finish(0.0, obs)
             memory.end_round()
     assert inner.seen[0] == "" and "FAILED" in inner.seen[1].upper()
+
+
+@pytest.mark.parametrize("method", ["graph", "stack", "none"])
+def test_a_reopened_memory_goes_on_from_the_round_after_the_last_it_ended(tmp_path: Path, method: str) -> None:
+    store = str(tmp_path / "m.sqlite")
+    with BrowserGymMemory.open(method, store, SETTINGS) as memory:
+        for seed in (1, 2):
+            _episode(memory, OBS["login-user"], seed, success=True)
+            memory.end_round()
+        assert memory.rounds.round == 2
+    with BrowserGymMemory.open(method, store, SETTINGS) as memory:
+        assert memory.rounds.round == 2, "before: every reopened memory started again at round 0"
+        assert memory.memory.committed_round() == 1

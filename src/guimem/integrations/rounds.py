@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Generic, Protocol, TypeVar
 
-from guimem.memory.base import LearnReport, RecallQuery
+from guimem.memory.base import LearnReport, Memory, RecallQuery
 from guimem.types import Injection, Trajectory
 
 
@@ -70,8 +70,12 @@ class Rounds(Generic[M]):
         return self.memory.learn(trajectory)
 
     def end_round(self) -> None:
-        """Consolidate what was learned since the last boundary; the next round starts with every slot at 0."""
-        self.memory.end_round()
+        """Consolidate what was learned since the last boundary and mark the round committed (a memory reopened
+        later goes on from the next round); the next round starts with every slot at 0."""
+        if isinstance(self.memory, Memory):  # local: its one boundary, learning nothing more (episodes are in)
+            self.memory.commit_round(self.round, [])
+        else:  # a server's boundary commits its own round
+            self.memory.end_round()
         self.round += 1
         self._slots.clear()
 
