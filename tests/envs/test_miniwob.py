@@ -117,3 +117,19 @@ def test_a_reset_after_close_starts_a_browser_and_opens_the_page_again():
         assert env.reset(task("login-user", 3)).elements, "before: the new browser's blank page had no task"
     finally:
         env.close()
+
+
+def test_a_freshly_opened_page_shows_the_controls_its_style_sheets_draw_from_its_first_screen():
+    """email-inbox draws its star and trash icons with CSS ``content: url(...)``: before their images load
+    they have no size, and the first screen of a freshly opened page sometimes lacked them (a timing that
+    differed between workers). The page's style-sheet images are loaded and decoded before the first episode."""
+    for _ in range(2):  # a new browser each time: nothing cached
+        env = MiniWoBEnv()
+        try:
+            obs = env.reset(task("email-inbox", 501))
+            assert env._js("return window.__guimemImages.length;") >= 3  # star, star-clicked, delete
+            assert env._js("return window.__guimemImages.every(i => i.complete && i.naturalWidth > 0);")
+            labels = [e.label for e in obs.elements if e.role is Role.BUTTON]
+            assert labels.count("star") == labels.count("trash") > 0, labels
+        finally:
+            env.close()

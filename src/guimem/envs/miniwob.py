@@ -202,7 +202,18 @@ class MiniWoBEnv:
         if self._page != task_id:
             self.driver.get(page.as_uri())
             self._wait_for("return typeof core !== 'undefined' && !!document.getElementById('sync-task-cover');")
+            self._preload_images()
             self._page = task_id
+
+    def _preload_images(self, timeout_s: float = 3.0) -> None:
+        """Load and decode every image the page's style sheets name before the first episode: an image shown
+        through CSS (email-inbox's star and trash icons are ``content: url(...)``) has no size until it has
+        loaded, so the first screen of a freshly opened page sometimes lacked those controls (a timing that
+        differed between workers and runs). Best effort: an image that does not load is left as it is."""
+        self._js(_PRELOAD_JS)
+        deadline = time.monotonic() + timeout_s
+        while self._js("return window.__guimemPreload;") and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def _wait_for(self, condition: str, timeout_s: float = 10.0) -> None:
         deadline = time.monotonic() + timeout_s
@@ -322,3 +333,23 @@ class MiniWoBEnv:
 
 
 _SNAPSHOT_JS = (Path(__file__).with_name("miniwob_snapshot.js")).read_text(encoding="utf-8")
+_PRELOAD_JS = """
+const urls = new Set();
+for (const sheet of Array.from(document.styleSheets)) {
+  let rules = [];
+  try { rules = Array.from(sheet.cssRules || []); } catch (e) { continue; }  // another origin's sheet
+  for (const rule of rules) {
+    for (const m of (rule.cssText || '').matchAll(/url\\(["']?([^"')]+)["']?\\)/g)) {
+      try { urls.add(new URL(m[1], sheet.href || document.baseURI).href); } catch (e) {}
+    }
+  }
+}
+window.__guimemPreload = urls.size;
+window.__guimemImages = [];
+for (const url of urls) {
+  const img = new Image();
+  window.__guimemImages.push(img);
+  img.src = url;
+  img.decode().catch(() => null).finally(() => { window.__guimemPreload -= 1; });
+}
+"""
