@@ -134,6 +134,17 @@ def test_a_missing_program_is_an_env_not_ready_error_with_the_apt_line(monkeypat
     assert "Xvfb" in str(info.value) and "apt-get install" in (info.value.suggestion or "")
 
 
+def test_doctor_names_the_fix_when_a_desktop_package_is_missing(monkeypatch):
+    import guimem.envs.desktop.session as session
+    from guimem.harness.doctor import _desktop
+
+    real = session.shutil.which
+    monkeypatch.setattr(session.shutil, "which", lambda name: None if name == "galculator" else real(name))
+    check = _desktop(live=False)
+    assert not check.ok and not check.required
+    assert "galculator" in check.detail and "apt-get install" in (check.fix or "") and "galculator" in check.fix
+
+
 # -- on a real display ---------------------------------------------------------------------------------
 
 
