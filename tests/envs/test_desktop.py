@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -194,6 +195,44 @@ def test_check_env_passes_on_the_desktop_env():
     finally:
         desktop.close()
     assert _gone(_own(folder)) == []
+
+
+def test_a_png_is_written_from_an_xwd_framebuffer(tmp_path):
+    import zlib
+
+    import numpy as np
+
+    from guimem.envs.desktop.screenshot import png_bytes, save_screenshot
+    from guimem.types import Bounds
+
+    width, height = 4, 3
+    pixels = np.zeros((height, width, 4), dtype=np.uint8)
+    pixels[1, 2] = (10, 20, 30, 0)  # B, G, R, pad
+    header = struct.pack(">25I", 100, 7, 2, 24, width, height, 0, 0, 32, 0, 32, 32, width * 4, 4,
+                         0xFF0000, 0xFF00, 0xFF, 8, 0, 0, width, height, 0, 0, 0)
+    xwd = tmp_path / "Xvfb_screen0"
+    xwd.write_bytes(header + pixels.tobytes())
+    out = save_screenshot(xwd, tmp_path / "shot.png", crop=Bounds(x=1, y=1, w=2, h=2))
+    data = out.read_bytes()
+    assert data.startswith(b"\x89PNG") and struct.unpack(">II", data[16:24]) == (2, 2)
+    rows = zlib.decompress(data[data.index(b"IDAT") + 4:data.index(b"IEND") - 8])
+    assert rows[1 + 3:1 + 6] == bytes((30, 20, 10))  # row 0 of the crop, pixel 1: the source's (2, 1), as RGB
+    assert png_bytes(np.zeros((1, 1, 3), dtype=np.uint8)).startswith(b"\x89PNG")
+
+
+@pytest.mark.desktop
+@requires_desktop
+def test_observations_carry_a_screenshot_of_the_window_when_asked(tmp_path):
+    desktop = DesktopEnv(screenshots_dir=tmp_path)
+    try:
+        obs = desktop.reset(_task("calc-add"))
+    finally:
+        desktop.close()
+    assert obs.screenshot is not None
+    data = Path(obs.screenshot).read_bytes()
+    assert data.startswith(b"\x89PNG")
+    window = next(e for e in obs.elements if e.text == "galculator")
+    assert struct.unpack(">II", data[16:24]) == (int(window.bounds.w), int(window.bounds.h))
 
 
 @pytest.mark.desktop

@@ -7,6 +7,8 @@
   waiting, when it is not on the screen (a menu item that opens a modal dialog would block a waiting
   caller: the field notes' pitfall). Type: EditableText
   when the element offers it, else a click and real keystrokes. Keys and scrolls: real input (xdotool).
+- With ``screenshots_dir``, each observation carries a PNG of the window the agent sees (read from
+  Xvfb's own framebuffer file, no extra package).
 - An episode is done when its check passes (as MiniWoB's tasks end on success); `evaluate` runs the
   check on the real state.
 """
@@ -20,11 +22,14 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from guimem.envs.base import Transition
 from guimem.envs.desktop.observation import RefTable, Screen, action_index, build_screen
+from guimem.envs.desktop.screenshot import save_screenshot
 from guimem.envs.desktop.session import INSTALL_HINT, PROGRAMS, DesktopSession, binary, read_line
 from guimem.envs.desktop.tasks import APPS, DesktopTask, DisplayCheck, app_argv, desktop_task, setup_files
 from guimem.errors import EnvError, EnvNotReadyError
@@ -94,7 +99,7 @@ class DesktopEnv:
     Args:
         settle_s: Pause after each action before the screen is read.
         start_timeout_s: How long the servers and the app may take to start.
-        screenshots_dir: Not supported yet (observations carry no screenshot).
+        screenshots_dir: When set, a PNG of the window the agent sees is written there for every observation.
     """
 
     def __init__(self, settle_s: float = 0.4, start_timeout_s: float = 15.0,
@@ -109,6 +114,8 @@ class DesktopEnv:
         self._task: Task | None = None
         self._spec: DesktopTask | None = None
         self._screen: Screen | None = None
+        self._shot_prefix = uuid.uuid4().hex[:8]  # envs sharing a folder (workers) never overwrite each other
+        self._shots = 0
 
     @classmethod
     def from_settings(cls, settings: GuimemSettings | None = None, screenshots_dir: Path | None = None) -> DesktopEnv:
@@ -253,8 +260,14 @@ class DesktopEnv:
         if not reply.get("ok"):
             raise EnvError(f"the AT-SPI tree could not be read: {reply.get('error')}")
         home = self.session.env.get("HOME", "")
-        self._screen = build_screen(reply["nodes"], self._refs, self.task.app, home)
-        return self._screen
+        screen = build_screen(reply["nodes"], self._refs, self.task.app, home)
+        if self.screenshots_dir is not None:
+            path = self.screenshots_dir / f"obs-{self._shot_prefix}-{self._shots:05d}.png"
+            save_screenshot(self.session.framebuffer, path, crop=screen.window)
+            self._shots += 1
+            screen = replace(screen, observation=screen.observation.model_copy(update={"screenshot": str(path)}))
+        self._screen = screen
+        return screen
 
     def step(self, action: Action) -> Transition:
         """Perform one action; a failed action comes back as an `ActionError` (a dead session raises `EnvError`)."""

@@ -176,6 +176,17 @@ class DesktopSession:
         """True between `start` and `stop`."""
         return self.folder is not None
 
+    @property
+    def framebuffer(self) -> Path:
+        """The display's screen as Xvfb keeps it (an XWD file, for screenshots).
+
+        Raises:
+            EnvError: The session is not running.
+        """
+        if self.folder is None:
+            raise EnvError("the desktop session is not running")
+        return self.folder / "Xvfb_screen0"
+
     def start(self) -> None:
         """Sweep what killed sessions left, then start the display and both buses.
 
@@ -212,7 +223,7 @@ class DesktopSession:
         read, write = os.pipe()
         try:
             self._spawn([xvfb, "-displayfd", str(write), "-screen", "0", f"{self.width}x{self.height}x24",
-                         "-nolisten", "tcp", "-noreset"], pass_fds=(write,))
+                         "-nolisten", "tcp", "-noreset", "-fbdir", str(self.folder)], pass_fds=(write,))
             os.close(write)
             write = -1
             self.display = int(read_line(read, self.start_timeout_s, "Xvfb"))
