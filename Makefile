@@ -11,7 +11,7 @@ EXTRAS := dev,miniwob,browsergym,hnsw,android,desktop,server,mcp,postgres,ray,ll
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # the desktop env: a display, AT-SPI, real input and two GTK apps; PyGObject (the desktop extra) builds against
 # libgirepository1.0-dev and libcairo2-dev
-# (installed without their recommends: 70 packages instead of 231)
+# (installed without their recommends)
 DESKTOP_PACKAGES := xvfb dbus-daemon at-spi2-core gir1.2-atspi-2.0 xdotool mousepad galculator \
 	libgirepository1.0-dev libcairo2-dev pkg-config
 APT_PACKAGES := chromium chromium-driver postgresql gcc
