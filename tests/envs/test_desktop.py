@@ -15,7 +15,7 @@ import pytest
 
 from guimem.envs.desktop import TASKS, DesktopEnv, desktop_task, xdotool_key
 from guimem.envs.desktop.env import missing_parts
-from guimem.envs.desktop.observation import RefTable, build_screen
+from guimem.envs.desktop.observation import Node, RefTable, build_screen
 from guimem.envs.desktop.session import MARKER, DesktopSession
 from guimem.errors import EnvNotReadyError, SuiteError
 from guimem.registry import default_registry
@@ -95,10 +95,10 @@ def test_the_env_is_registered():
 
 
 def _node(key: str, role: str, name: str, parent: int, states: tuple[str, ...] = ("showing", "sensitive"),
-          bounds: list[int] | None = None, text: str | None = None) -> dict[str, object]:
-    return {"key": key, "parent": parent, "app": "app", "role": role, "name": name, "description": "",
-            "states": list(states), "bounds": bounds or [0, 0, 10, 10], "actions": ["click"], "text": text,
-            "value": None, "editable_text": "editable" in states}
+          bounds: list[int] | None = None, text: str | None = None) -> Node:
+    return Node.from_wire({"key": key, "parent": parent, "app": "app", "role": role, "name": name, "description": "",
+                           "states": list(states), "bounds": bounds or [0, 0, 10, 10], "actions": ["click"],
+                           "text": text, "value": None, "editable_text": "editable" in states})
 
 
 def test_an_open_modal_dialog_is_the_whole_screen():
@@ -114,6 +114,11 @@ def test_an_open_modal_dialog_is_the_whole_screen():
     assert screen.observation.location == "Save As"
     entry = next(e for e in screen.observation.elements if e.editable)
     assert entry.label == "Name" and entry.container == "Save As"
+
+
+def test_a_malformed_node_from_the_bridge_is_a_value_error():
+    with pytest.raises(ValueError, match="malformed"):
+        Node.from_wire({"key": "1", "role": "frame"})
 
 
 def test_the_home_folder_reads_as_tilde_and_refs_stay_within_an_episode():

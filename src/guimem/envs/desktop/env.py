@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from guimem.envs.base import Transition
-from guimem.envs.desktop.observation import RefTable, Screen, action_index, build_screen
+from guimem.envs.desktop.observation import Node, RefTable, Screen, action_index, build_screen
 from guimem.envs.desktop.screenshot import save_screenshot
 from guimem.envs.desktop.session import INSTALL_HINT, PROGRAMS, DesktopSession, binary, read_line
 from guimem.envs.desktop.tasks import APPS, DesktopTask, DisplayCheck, app_argv, desktop_task, setup_files
@@ -260,7 +260,11 @@ class DesktopEnv:
         if not reply.get("ok"):
             raise EnvError(f"the AT-SPI tree could not be read: {reply.get('error')}")
         home = self.session.env.get("HOME", "")
-        screen = build_screen(reply["nodes"], self._refs, self.task.app, home)
+        try:
+            nodes = [Node.from_wire(raw) for raw in reply["nodes"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise EnvError(f"the AT-SPI bridge sent a tree guimem cannot read: {exc}") from exc
+        screen = build_screen(nodes, self._refs, self.task.app, home)
         if self.screenshots_dir is not None:
             path = self.screenshots_dir / f"obs-{self._shot_prefix}-{self._shots:05d}.png"
             save_screenshot(self.session.framebuffer, path, crop=screen.window)
@@ -322,13 +326,13 @@ class DesktopEnv:
         node = self._screen.nodes[el.ref]
         if el.bounds.w > 0 and el.bounds.h > 0:
             x, y = (str(int(v)) for v in el.bounds.center)
-            double = el.role is Role.LISTITEM and "activate" in node["actions"]
+            double = el.role is Role.LISTITEM and "activate" in node.actions
             self._xdotool("mousemove", x, y, "click", *(("--repeat", "2", "--delay", "80") if double else ()), "1")
             return None
         index = action_index(node)
         if index is None:
             return self._error(ActionErrorCode.ENV_REJECTED, "the element has no action and is not on screen", action)
-        reply = self._request({"op": "action", "key": node["key"], "index": index})
+        reply = self._request({"op": "action", "key": node.key, "index": index})
         if not reply.get("ok"):
             return self._error(ActionErrorCode.ENV_REJECTED, str(reply.get("error", "the action failed")), action)
         return None
@@ -338,8 +342,8 @@ class DesktopEnv:
         if not el.editable:
             return self._error(ActionErrorCode.NOT_EDITABLE, "the element is not editable", action)
         node = self._screen.nodes[el.ref]
-        if node["editable_text"]:
-            reply = self._request({"op": "set_text", "key": node["key"], "text": action.text or ""})
+        if node.editable_text:
+            reply = self._request({"op": "set_text", "key": node.key, "text": action.text or ""})
             if reply.get("ok"):
                 return None
         x, y = el.bounds.center
@@ -353,8 +357,8 @@ class DesktopEnv:
         """The calculator's display: the first showing, non-editable text node."""
         assert self._screen is not None
         for node in self._screen.raw:
-            if node["role"] == "text" and "editable" not in node["states"] and node["bounds"] is not None:
-                return str(node["text"] or "")
+            if node.role == "text" and "editable" not in node.states and node.bounds is not None:
+                return node.text or ""
         return None
 
     def _check(self) -> tuple[bool, str]:
