@@ -86,6 +86,11 @@ def solve(env: Env, obs: Observation) -> Observation:
         obs = type_into(env, obs, editor(obs), p["text"])
         obs = tap(env, obs, "File", Role.MENUITEM)
         return tap(env, obs, "Save", Role.MENUITEM)
+    if task.id == "mousepad-quit-save":
+        obs = type_into(env, obs, editor(obs), p["text"])
+        obs = tap(env, obs, "File", Role.MENUITEM)
+        obs = tap(env, obs, "Quit", Role.MENUITEM)
+        return tap(env, obs, "Save", Role.BUTTON)
     if task.id in ("mousepad-save-as", "mousepad-save-home"):
         obs = type_into(env, obs, editor(obs), p["text"])
         return save_as(env, obs, p.get("folder", ""), p["name"])
