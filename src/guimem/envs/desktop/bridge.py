@@ -68,18 +68,21 @@ class Bridge:
         return f"{acc.get_process_id()}:{acc.path}"
 
     def tree(self) -> list[dict[str, Any]]:
-        """Every showing node of every app, parents before children."""
+        """Every showing node of every app, parents before children (an app that quits while it is read is
+        left out)."""
         self.nodes = {}
         out: list[dict[str, Any]] = []
         desktop = Atspi.get_desktop(0)
         for i in range(desktop.get_child_count()):
             app = desktop.get_child_at_index(i)
-            if app is None:
-                continue
-            for j in range(app.get_child_count()):
-                window = app.get_child_at_index(j)
-                if window is not None:
-                    self._walk(window, -1, app.get_name() or "", out)
+            mark = len(out)
+            try:
+                for j in range(app.get_child_count() if app is not None else 0):
+                    window = app.get_child_at_index(j)
+                    if window is not None:
+                        self._walk(window, -1, app.get_name() or "", out)
+            except GLib.Error:
+                del out[mark:]
         return out
 
     def _walk(self, acc: Any, parent: int, app: str, out: list[dict[str, Any]]) -> None:
@@ -91,8 +94,15 @@ class Bridge:
             return
         index = len(out)
         out.append(node)
-        for i in range(min(acc.get_child_count(), 500)):
-            child = acc.get_child_at_index(i)
+        try:
+            count = min(acc.get_child_count(), 500)
+        except GLib.Error:
+            return
+        for i in range(count):
+            try:
+                child = acc.get_child_at_index(i)
+            except GLib.Error:
+                continue
             if child is not None:
                 self._walk(child, index, app, out)
 
