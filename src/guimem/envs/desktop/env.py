@@ -369,8 +369,8 @@ class DesktopEnv:
 
     def evaluate(self) -> Outcome:
         """The task's check on the app's real state (a file on disk, the display read through AT-SPI)."""
-        if self._screen is not None and isinstance(self._spec and self._spec.check, DisplayCheck):
-            self._observe()
+        if self._screen is not None and self._spec is not None and isinstance(self._spec.check, DisplayCheck):
+            self._observe()  # the display as it is now, not as the last step saw it
         ok, why = self._check()
         return Outcome(success=ok, score=1.0 if ok else 0.0, reason=why)
 
