@@ -7,8 +7,13 @@ BIN := $(VENV)/bin
 # browser-use pins pydantic, mcp, rich, click and anyio below guimem's environment: its own venv (docs/browser_use.md)
 BU_VENV := .venv-browser-use
 BROWSER_USE := browser-use==0.13.14
-EXTRAS := dev,miniwob,browsergym,hnsw,android,server,mcp,postgres,ray,llamacpp
+EXTRAS := dev,miniwob,browsergym,hnsw,android,desktop,server,mcp,postgres,ray,llamacpp
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# the desktop env: a display, AT-SPI, real input and two GTK apps; PyGObject (the desktop extra) builds against
+# libgirepository1.0-dev and libcairo2-dev
+# (installed without their recommends)
+DESKTOP_PACKAGES := xvfb dbus-daemon at-spi2-core gir1.2-atspi-2.0 xdotool mousepad galculator \
+	libgirepository1.0-dev libcairo2-dev pkg-config
 APT_PACKAGES := chromium chromium-driver postgresql gcc
 DEMO_OUT ?= runs/demo
 
@@ -16,12 +21,18 @@ DEMO_OUT ?= runs/demo
 
 setup: system-packages $(VENV)/.installed $(BU_VENV)/.installed
 
-# Debian packages the tests and the demo use (real headless Chromium + chromedriver).
+# Debian packages the tests and the demo use (real headless Chromium + chromedriver, the desktop stack).
 system-packages:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+	@missing=""; for p in $(DESKTOP_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages for the desktop env:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
+	    --no-install-recommends $$missing; \
 	fi
 
 $(VENV)/.installed: pyproject.toml setup.py src/guimem/embeddings/e5fast.c scripts/llama_build.py

@@ -17,6 +17,7 @@ import shutil
 import signal
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -135,11 +136,17 @@ def _orphaned(folder: Path) -> bool:
     return now is None or (bool(started) and now != started)
 
 
-def sweep_orphans(prefix: str, root: str | None = None) -> int:
+def sweep_orphans(prefix: str, root: str | None = None, before_remove: Callable[[Path], None] | None = None) -> int:
     """Remove the folders ``<root>/<prefix>*`` whose owning process no longer exists; returns how many.
 
     Only real folders (not links) that this user owns are considered, so a folder planted by someone
     else, or a link to one, is left alone.
+
+    Args:
+        prefix: The folders' name prefix.
+        root: Where they are (the temporary folder by default).
+        before_remove: Called with each orphaned folder before it is removed (to stop the processes
+            and free the sockets its owner left, e.g. a display's).
     """
     base = Path(root or tempfile.gettempdir())
     removed = 0
@@ -150,6 +157,8 @@ def sweep_orphans(prefix: str, root: str | None = None) -> int:
             continue
         if not folder.is_dir() or folder.is_symlink() or st.st_uid != os.getuid() or not _orphaned(folder):
             continue
+        if before_remove is not None:
+            before_remove(folder)
         shutil.rmtree(folder, ignore_errors=True)
         removed += 1
         log.info("removed %s: its process is gone", folder)

@@ -104,6 +104,18 @@ def test_profiles_of_killed_processes_are_swept_and_live_ones_kept(tmp_path):
     assert Path(mine).is_dir() and not Path(theirs).exists() and not Path(reused).exists() and foreign.is_symlink()
 
 
+def test_the_sweep_hands_each_orphan_to_before_remove_while_it_still_exists(tmp_path):
+    from guimem.processes import owned_tempdir, sweep_orphans
+
+    kept = owned_tempdir("guimem-sweep-", str(tmp_path))
+    dead = subprocess.Popen([sys.executable, "-c", "from guimem.processes import owned_tempdir; "
+                             f"print(owned_tempdir('guimem-sweep-', {str(tmp_path)!r}))"], stdout=subprocess.PIPE)
+    theirs = dead.communicate()[0].decode().strip()
+    seen: list[tuple[str, bool]] = []
+    assert sweep_orphans("guimem-sweep-", str(tmp_path), before_remove=lambda f: seen.append((str(f), f.is_dir()))) == 1
+    assert seen == [(theirs, True)] and Path(kept).is_dir() and not Path(theirs).exists()
+
+
 def test_a_browser_profile_left_by_a_sigkilled_process_is_removed_at_the_next_start():
     code = ("import os, signal; from guimem.envs.browser import launch_chrome; from guimem.settings import "
             "BrowserSettings; b = launch_chrome(BrowserSettings()); print(b.profile_dir, flush=True); "

@@ -59,7 +59,8 @@ def doctor(
     model: bool = typer.Option(False, "--model", help="Also check the model endpoint (GUIMEM_LLM__BASE_URL) "
                                "answers, and that the local llama.cpp decodes (in a child process)."),
 ) -> None:
-    """Check Chromium, chromedriver, the e5 embedder, the store and optional extras; exit 1 if a required part fails."""
+    """Check Chromium, chromedriver, the e5 embedder, the store, the desktop display stack and optional extras; exit 1
+    if a required part fails."""
     st = state(ctx, json_output)
     report = run_doctor(st.settings, browser=not no_browser, model=model)
     if st.json or json_output:

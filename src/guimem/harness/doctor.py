@@ -26,6 +26,7 @@ OPTIONAL_EXTRAS = {
     "usearch": "hnsw",
     "browsergym.miniwob": "browsergym",
     "adbutils": "android",
+    "gi": "desktop",
     "fastapi": "server",
     "mcp": "mcp",
     "psycopg": "postgres",
@@ -149,6 +150,28 @@ def _tokens(settings: GuimemSettings) -> str:
     return f"{counter.name}: 'hello world' = {counter.count('hello world')} tokens"
 
 
+def _desktop(live: bool) -> Check:
+    """The desktop env's display stack (optional): its programs and PyGObject, and with ``live`` a private
+    display, its buses and the AT-SPI bridge really started and stopped."""
+    from guimem.envs.desktop.env import DesktopEnv, missing_parts
+
+    name = "desktop display stack"
+    missing, fix = missing_parts()
+    if missing:
+        return Check(name=name, ok=False, required=False, detail=f"{', '.join(missing)}: not installed", fix=fix)
+    if not live:
+        return Check(name=name, ok=True, required=False, detail="Xvfb, dbus, AT-SPI, xdotool, apps, PyGObject found")
+
+    def start() -> str:
+        env = DesktopEnv()
+        try:
+            return env.preflight()
+        finally:
+            env.close()
+
+    return _check(name, False, "check that Xvfb starts: Xvfb -displayfd 1 -nolisten tcp", start)
+
+
 def _optional(module: str) -> str:
     if importlib.util.find_spec(module) is None:
         raise ImportError(f"{module} is not installed")
@@ -184,6 +207,7 @@ def run_doctor(settings: GuimemSettings, *, browser: bool = True, model: bool = 
         _check("store sqlite", True, None, _store),
         _check("miniwob", True, "pip install 'guimem[miniwob]'", lambda: _optional("miniwob")),
     ]
+    checks.append(_desktop(live=browser))
     for module, extra in OPTIONAL_EXTRAS.items():
         checks.append(_check(f"extra {extra}", False, f"pip install 'guimem[{extra}]'", partial(_optional, module)))
     return DoctorReport(ok=all(c.ok for c in checks if c.required), checks=checks)

@@ -111,13 +111,19 @@ def load_suite(name_or_path: str) -> Suite:
 
 
 def check_suite_tasks(suite: Suite, env: str) -> None:
-    """Fail early on task names ``env`` does not have (MiniWoB++ tasks, directly or through BrowserGym).
+    """Fail early on task names ``env`` does not have (MiniWoB++ tasks, directly or through BrowserGym, and
+    desktop tasks).
 
     Tasks of other BrowserGym benchmarks are checked when their env is made (their package and servers).
 
     Raises:
-        SuiteError: A MiniWoB++ task name is unknown.
+        SuiteError: A MiniWoB++ or desktop task name is unknown.
     """
+    if env == "desktop":
+        from guimem.envs.desktop.tasks import TASKS
+
+        suite.check_tasks(TASKS)
+        return
     if env not in ("miniwob", "poison-miniwob", "browsergym"):
         return
     from guimem.envs.miniwob import available_tasks

@@ -1,0 +1,389 @@
+"""`DesktopEnv`: GTK applications on a private Xvfb display, read and driven through AT-SPI.
+
+- One `DesktopSession` (display, session bus, accessibility bus) per env, started on first reset
+  and kept across episodes; each episode starts the task's app afresh in a clean home folder.
+- The screen is the AT-SPI tree, read by the bridge child process (`bridge.py`).
+- Tap: a real click at the element's centre (xdotool); the element's AT-SPI action, sent without
+  waiting, when it is not on the screen (a menu item that opens a modal dialog would block a waiting
+  caller: the field notes' pitfall). Type: EditableText
+  when the element offers it, else a click and real keystrokes. Keys and scrolls: real input (xdotool).
+- With ``screenshots_dir``, each observation carries a PNG of the window the agent sees (read from
+  Xvfb's own framebuffer file, no extra package).
+- An episode is done when its check passes (as MiniWoB's tasks end on success); `evaluate` runs the
+  check on the real state.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from guimem.envs.base import Transition
+from guimem.envs.desktop.observation import Node, RefTable, Screen, action_index, build_screen
+from guimem.envs.desktop.screenshot import save_screenshot
+from guimem.envs.desktop.session import INSTALL_HINT, PROGRAMS, DesktopSession, binary, read_line
+from guimem.envs.desktop.tasks import APPS, DesktopTask, DisplayCheck, app_argv, desktop_task, setup_files
+from guimem.errors import EnvError, EnvNotReadyError
+from guimem.settings import GuimemSettings
+from guimem.types import (
+    Action,
+    ActionError,
+    ActionErrorCode,
+    ActionKind,
+    Observation,
+    Outcome,
+    Role,
+    Task,
+    UIElement,
+    fill,
+)
+
+log = logging.getLogger(__name__)
+
+KEYS = {
+    "enter": "Return", "tab": "Tab", "backspace": "BackSpace", "delete": "Delete", "space": "space",
+    "up": "Up", "down": "Down", "left": "Left", "right": "Right", "pageup": "Prior", "pagedown": "Next",
+    "escape": "Escape", "home": "Home", "end": "End",
+}
+PYGOBJECT_HINT = ("pip install 'guimem[desktop]' (PyGObject; it builds against Debian's "
+                  "libgirepository1.0-dev libcairo2-dev pkg-config gcc)")
+_BRIDGE = Path(__file__).with_name("bridge.py")
+
+
+def missing_parts() -> tuple[list[str], str | None]:
+    """The programs the desktop env needs that are not installed, and the fix (None when nothing is missing).
+
+    The apps of every task count; PyGObject in this Python too (its fix is a pip line, not apt-get).
+    """
+    import importlib.util
+
+    names = [*PROGRAMS, *dict.fromkeys(app.argv[0] for app in APPS.values())]
+    missing = []
+    for name in names:
+        try:
+            binary(name)
+        except EnvNotReadyError:
+            missing.append(name)
+    if missing:
+        return missing, INSTALL_HINT
+    if importlib.util.find_spec("gi") is None:
+        return ["PyGObject"], PYGOBJECT_HINT
+    return [], None
+
+
+def xdotool_key(name: str) -> str | None:
+    """xdotool's name for a guimem key (``enter``, ``ctrl+s``, ``a``), or None when it is not one."""
+    parts = [p.strip() for p in name.split("+")]
+    if not all(parts):
+        return None
+    mods = {"ctrl": "ctrl", "control": "ctrl", "alt": "alt", "shift": "shift", "super": "super"}
+    *head, last = parts
+    if any(p.lower() not in mods for p in head):
+        return None
+    key = KEYS.get(last.lower(), last if len(last) == 1 or (last[:1] == "F" and last[1:].isdigit()) else None)
+    return None if key is None else "+".join([*(mods[p.lower()] for p in head), key])
+
+
+class DesktopEnv:
+    """Desktop GTK applications as an `Env`.
+
+    Args:
+        settle_s: Pause after each action before the screen is read.
+        start_timeout_s: How long the servers and the app may take to start.
+        screenshots_dir: When set, a PNG of the window the agent sees is written there for every observation.
+    """
+
+    def __init__(self, settle_s: float = 0.4, start_timeout_s: float = 15.0,
+                 screenshots_dir: Path | None = None) -> None:
+        self.settle_s = settle_s
+        self.start_timeout_s = start_timeout_s
+        self.screenshots_dir = screenshots_dir
+        self.session = DesktopSession(start_timeout_s=start_timeout_s)
+        self._bridge: subprocess.Popen[bytes] | None = None
+        self._app: subprocess.Popen[bytes] | None = None
+        self._refs = RefTable()
+        self._task: Task | None = None
+        self._spec: DesktopTask | None = None
+        self._screen: Screen | None = None
+        self._shot_prefix = uuid.uuid4().hex[:8]  # envs sharing a folder (workers) never overwrite each other
+        self._shots = 0
+
+    @classmethod
+    def from_settings(cls, settings: GuimemSettings | None = None, screenshots_dir: Path | None = None) -> DesktopEnv:
+        """Build for the registry."""
+        return cls(screenshots_dir=screenshots_dir)
+
+    @property
+    def name(self) -> str:
+        """``desktop``."""
+        return "desktop"
+
+    @property
+    def task(self) -> Task:
+        """The current, instantiated task."""
+        if self._task is None:
+            raise EnvError("no episode has started: call reset(task) first")
+        return self._task
+
+    @property
+    def home(self) -> Path:
+        """The session's home folder (where the task's files are)."""
+        return Path(self.session.env["HOME"])
+
+    def preflight(self) -> str:
+        """Start the session and the bridge, and read the (empty) desktop.
+
+        Raises:
+            EnvNotReadyError: A program or PyGObject is missing.
+            EnvError: A server does not start.
+        """
+        start = time.perf_counter()
+        self._ensure_session()
+        self._request({"op": "tree"})
+        return f"display :{self.session.display} and AT-SPI bridge ready in {time.perf_counter() - start:.2f}s"
+
+    # -- session and bridge -------------------------------------------------------------------------
+
+    def _ensure_session(self) -> None:
+        if self.session.running and self._bridge is not None and self._bridge.poll() is None:
+            return
+        missing, fix = missing_parts()
+        if missing:
+            raise EnvNotReadyError(f"the desktop env needs {', '.join(missing)}: not installed", suggestion=fix)
+        try:
+            self.session.start()
+            self._bridge = self.session.launch([sys.executable, str(_BRIDGE)], stdin=subprocess.PIPE,
+                                               stdout=subprocess.PIPE)
+            assert self._bridge.stdout is not None
+            first = json.loads(read_line(self._bridge.stdout.fileno(), self.start_timeout_s, "the AT-SPI bridge"))
+            if not first.get("ok"):
+                raise EnvError(f"the AT-SPI bridge did not start: {first}")
+        except BaseException:
+            self.close()
+            raise
+
+    def _request(self, request: dict[str, Any], timeout_s: float = 20.0) -> dict[str, Any]:
+        bridge = self._bridge
+        if bridge is None or bridge.stdin is None or bridge.stdout is None or bridge.poll() is not None:
+            raise EnvError("the AT-SPI bridge is not running", suggestion="reset the env to start it again")
+        try:
+            bridge.stdin.write((json.dumps(request) + "\n").encode())
+            bridge.stdin.flush()
+            reply: dict[str, Any] = json.loads(read_line(bridge.stdout.fileno(), timeout_s, "an AT-SPI reply"))
+        except (OSError, ValueError, EnvError) as exc:
+            self._stop_bridge()
+            raise EnvError(f"the AT-SPI bridge failed: {exc}", suggestion="check `guimem doctor`") from exc
+        return reply
+
+    def _stop_bridge(self) -> None:
+        bridge, self._bridge = self._bridge, None
+        if bridge is None:
+            return
+        if bridge.poll() is None:
+            bridge.kill()
+        bridge.wait()
+        for pipe in (bridge.stdin, bridge.stdout):
+            if pipe is not None:
+                pipe.close()
+
+    def _xdotool(self, *args: str) -> None:
+        proc = self.session.launch(["xdotool", *args])
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired as exc:
+            proc.kill()
+            proc.wait()
+            raise EnvError(f"xdotool {' '.join(args)} hung") from exc
+
+    # -- episodes -----------------------------------------------------------------------------------
+
+    def reset(self, task: Task) -> Observation:
+        """Start ``task``'s app afresh in a clean home folder and observe its window."""
+        spec = desktop_task(task.id)
+        params = spec.values(task.seed)
+        self._ensure_session()
+        self._stop_app()
+        self._clean_home()
+        setup_files(spec, self.home, params)
+        self._task = task.model_copy(update={"goal": fill(spec.goal, params), "params": params, "app": spec.app})
+        self._spec = spec
+        self._refs.clear()
+        self._app = self.session.launch(app_argv(spec, self.home, params), cwd=self.home)
+        return self._wait_for_window(APPS[spec.app].window)
+
+    def _clean_home(self) -> None:
+        for child in self.home.iterdir():
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child, ignore_errors=True)
+            else:
+                child.unlink(missing_ok=True)
+
+    def _stop_app(self) -> None:
+        app, self._app = self._app, None
+        if app is None:
+            return
+        if app.poll() is None:
+            app.send_signal(signal.SIGTERM)
+            try:
+                app.wait(timeout=3)
+            except subprocess.TimeoutExpired:
+                app.kill()
+        app.wait()
+
+    def _wait_for_window(self, title: str) -> Observation:
+        """Observe until the app's window is up and two reads agree (the app has finished building it)."""
+        deadline = time.monotonic() + self.start_timeout_s
+        last = None
+        while time.monotonic() < deadline:
+            screen = self._observe()
+            shown = [(e.role, e.text, e.value) for e in screen.observation.elements]
+            if title in screen.observation.location and shown == last:
+                return screen.observation
+            last = shown
+            time.sleep(0.2)
+        if self._app is not None and self._app.poll() is not None:
+            raise EnvError(f"{self.task.app} exited with {self._app.returncode} while starting")
+        raise EnvNotReadyError(f"{self.task.app}'s window did not appear within {self.start_timeout_s:.0f}s",
+                               suggestion="check `guimem doctor`")
+
+    def _observe(self) -> Screen:
+        reply = self._request({"op": "tree"})
+        if not reply.get("ok"):
+            raise EnvError(f"the AT-SPI tree could not be read: {reply.get('error')}")
+        home = self.session.env.get("HOME", "")
+        try:
+            nodes = [Node.from_wire(raw) for raw in reply["nodes"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise EnvError(f"the AT-SPI bridge sent a tree guimem cannot read: {exc}") from exc
+        screen = build_screen(nodes, self._refs, self.task.app, home)
+        if self.screenshots_dir is not None:
+            path = self.screenshots_dir / f"obs-{self._shot_prefix}-{self._shots:05d}.png"
+            save_screenshot(self.session.framebuffer, path, crop=screen.window)
+            self._shots += 1
+            screen = replace(screen, observation=screen.observation.model_copy(update={"screenshot": str(path)}))
+        self._screen = screen
+        return screen
+
+    def step(self, action: Action) -> Transition:
+        """Perform one action; a failed action comes back as an `ActionError` (a dead session raises `EnvError`)."""
+        if self._screen is None:
+            raise EnvError("no episode has started: call reset(task) first")
+        error = self._perform(action)
+        if action.kind is not ActionKind.WAIT:
+            time.sleep(self.settle_s)
+        obs = self._observe().observation
+        return Transition(obs, error, done=self._check()[0])
+
+    def _error(self, code: ActionErrorCode, message: str, action: Action) -> ActionError:
+        return ActionError(code=code, message=message, action=action.describe())
+
+    def _perform(self, action: Action) -> ActionError | None:
+        kind = action.kind
+        if kind in (ActionKind.TAP, ActionKind.TYPE):
+            el = self._screen.observation.element(action.ref) if (self._screen and action.ref) else None
+            if el is None:
+                return self._error(ActionErrorCode.NO_SUCH_ELEMENT, f"no element with ref {action.ref}", action)
+            return self._tap(el, action) if kind is ActionKind.TAP else self._type(el, action)
+        if kind is ActionKind.KEY:
+            key = xdotool_key(action.key or "")
+            if key is None:
+                return self._error(ActionErrorCode.INVALID_ACTION, f"unknown key {action.key!r}", action)
+            self._point_at_window()
+            self._xdotool("key", "--clearmodifiers", key)
+            return None
+        if kind is ActionKind.SCROLL:
+            button = {"up": "4", "down": "5", "left": "6", "right": "7"}.get(action.direction or "down", "5")
+            self._point_at_window()
+            self._xdotool("click", "--repeat", "3", button)
+            return None
+        if kind is ActionKind.WAIT:
+            time.sleep(0.5)
+            return None
+        return self._error(ActionErrorCode.UNSUPPORTED, f"the desktop has no {kind.value} action", action)
+
+    def _point_at_window(self) -> None:
+        """Keys go to the window under the pointer (there is no window manager to give focus)."""
+        assert self._screen is not None
+        x, y = self._screen.window.center
+        self._xdotool("mousemove", str(int(x)), str(int(y)))
+
+    def _tap(self, el: UIElement, action: Action) -> ActionError | None:
+        """A real click at the element's centre, as a person does; a double click on a list row that can be
+        activated (GTK's own cell actions do not activate rows); the AT-SPI action, sent without waiting, when
+        the element is not on the screen (a button inside a modal dialog ignores it, a click it does not)."""
+        assert self._screen is not None
+        if not el.enabled:
+            return self._error(ActionErrorCode.ENV_REJECTED, "the element is disabled", action)
+        node = self._screen.nodes[el.ref]
+        if el.bounds.w > 0 and el.bounds.h > 0:
+            x, y = (str(int(v)) for v in el.bounds.center)
+            double = el.role is Role.LISTITEM and "activate" in node.actions
+            self._xdotool("mousemove", x, y, "click", *(("--repeat", "2", "--delay", "80") if double else ()), "1")
+            return None
+        index = action_index(node)
+        if index is None:
+            return self._error(ActionErrorCode.ENV_REJECTED, "the element has no action and is not on screen", action)
+        reply = self._request({"op": "action", "key": node.key, "index": index})
+        if not reply.get("ok"):
+            return self._error(ActionErrorCode.ENV_REJECTED, str(reply.get("error", "the action failed")), action)
+        return None
+
+    def _type(self, el: UIElement, action: Action) -> ActionError | None:
+        assert self._screen is not None
+        if not el.editable:
+            return self._error(ActionErrorCode.NOT_EDITABLE, "the element is not editable", action)
+        node = self._screen.nodes[el.ref]
+        if node.editable_text:
+            reply = self._request({"op": "set_text", "key": node.key, "text": action.text or ""})
+            if reply.get("ok"):
+                return None
+        x, y = el.bounds.center
+        self._xdotool("mousemove", str(int(x)), str(int(y)), "click", "1")
+        self._xdotool("key", "--clearmodifiers", "ctrl+a")
+        # galculator drops keys typed 30 ms apart
+        self._xdotool("type", "--delay", "100", "--", action.text or "")
+        return None
+
+    def _display(self) -> str | None:
+        """The calculator's display: the first showing, non-editable text node."""
+        assert self._screen is not None
+        for node in self._screen.raw:
+            if node.role == "text" and "editable" not in node.states and node.bounds is not None:
+                return node.text or ""
+        return None
+
+    def _check(self) -> tuple[bool, str]:
+        if self._spec is None or self._screen is None:
+            return False, "no episode has started"
+        display = self._display() if isinstance(self._spec.check, DisplayCheck) else None
+        return self._spec.check.passed(self.home, self.task.params, display)
+
+    def evaluate(self) -> Outcome:
+        """The task's check on the app's real state (a file on disk, the display read through AT-SPI)."""
+        if self._screen is not None and self._spec is not None and isinstance(self._spec.check, DisplayCheck):
+            self._observe()  # the display as it is now, not as the last step saw it
+        ok, why = self._check()
+        return Outcome(success=ok, score=1.0 if ok else 0.0, reason=why)
+
+    def close(self) -> None:
+        """Stop the app, the bridge and the session (idempotent); a later reset starts them again."""
+        if self._bridge is not None and self._bridge.poll() is None and self._bridge.stdin is not None:
+            try:
+                self._bridge.stdin.write(b'{"op": "quit"}\n')
+                self._bridge.stdin.flush()
+            except OSError:
+                pass
+        self._stop_bridge()
+        self._stop_app()
+        self.session.stop()
+        self._screen = None
+

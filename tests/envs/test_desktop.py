@@ -1,0 +1,306 @@
+"""The desktop env: real GTK apps on a private Xvfb display, through AT-SPI (skipped without the stack)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from guimem.envs.desktop import TASKS, DesktopEnv, desktop_task, xdotool_key
+from guimem.envs.desktop.env import missing_parts
+from guimem.envs.desktop.observation import Node, RefTable, build_screen
+from guimem.envs.desktop.session import MARKER, DesktopSession
+from guimem.errors import EnvNotReadyError, SuiteError
+from guimem.registry import default_registry
+from guimem.tasks.suites import check_suite_tasks, load_suite
+from guimem.testing import check_env
+from guimem.types import Action, ActionKind, Task
+from tests.envs.desktop_solutions import solve
+
+_MISSING, _FIX = missing_parts()
+requires_desktop = pytest.mark.skipif(bool(_MISSING), reason=f"the desktop stack is not installed "
+                                      f"({', '.join(_MISSING)}): {_FIX}")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _task(task_id: str, seed: int = 1) -> Task:
+    return Task(id=task_id, goal="", app="", seed=seed)
+
+
+def _session_processes() -> dict[int, str]:
+    """Every live process that belongs to some desktop session (pid → command)."""
+    out = {}
+    for env_file in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if f"{MARKER}=".encode() in env_file.read_bytes():
+                stat = (env_file.parent / "stat").read_text()
+                if stat.rsplit(")", 1)[1].split()[0] != "Z":
+                    out[int(env_file.parent.name)] = (env_file.parent / "cmdline").read_bytes().split(b"\0")[0].decode()
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def _gone(pids: list[int], timeout_s: float = 5.0) -> list[int]:
+    """The pids still alive after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        alive = [p for p in pids if p in _session_processes()]
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.1)
+
+
+# -- without a display ---------------------------------------------------------------------------------
+
+
+def test_keys_map_onto_xdotool_names():
+    assert xdotool_key("enter") == "Return"
+    assert xdotool_key("ctrl+s") == "ctrl+s"
+    assert xdotool_key("ctrl+shift+S") == "ctrl+shift+S"
+    assert xdotool_key("a") == "a"
+    assert xdotool_key("F5") == "F5"
+    assert xdotool_key("hyper+x") is None
+    assert xdotool_key("bogus") is None
+
+
+def test_task_values_follow_the_seed():
+    task = desktop_task("mousepad-save-as")
+    assert task.values(3) == task.values(3)
+    assert len({json.dumps(task.values(seed), sort_keys=True) for seed in range(12)}) > 3
+
+
+def test_an_unknown_task_says_what_it_might_have_meant():
+    with pytest.raises(SuiteError, match="calc-add"):
+        desktop_task("calc-ad")
+
+
+def test_the_desktop_suite_names_only_known_tasks_over_two_apps():
+    suite = load_suite("desktop")
+    check_suite_tasks(suite, "desktop")
+    assert suite.env == "desktop"
+    assert {TASKS[t].app for t in suite.task_names()} == {"galculator", "mousepad"}
+    assert set(suite.task_names()) == set(TASKS)
+
+
+def test_the_env_is_registered():
+    assert "desktop" in default_registry().names("env")
+
+
+def _node(key: str, role: str, name: str, parent: int, states: tuple[str, ...] = ("showing", "sensitive"),
+          bounds: list[int] | None = None, text: str | None = None) -> Node:
+    return Node.from_wire({"key": key, "parent": parent, "app": "app", "role": role, "name": name, "description": "",
+                           "states": list(states), "bounds": bounds or [0, 0, 10, 10], "actions": ["click"],
+                           "text": text, "value": None, "editable_text": "editable" in states})
+
+
+def test_an_open_modal_dialog_is_the_whole_screen():
+    nodes = [_node("1", "frame", "/home/u/notes.txt - Mousepad", -1, bounds=[0, 0, 600, 400]),
+             _node("2", "push button", "Behind", 0),
+             _node("3", "file chooser", "Save As", -1, ("showing", "sensitive", "modal"), [0, 0, 900, 700]),
+             _node("4", "label", "Name:", 2, bounds=[0, 10, 40, 20], text="Name:"),
+             _node("5", "text", "", 2, ("showing", "sensitive", "editable"), [50, 10, 300, 20], ""),
+             _node("6", "push button", "Save", 2)]
+    screen = build_screen(nodes, RefTable(), "mousepad", home="/home/u")
+    texts = [e.text for e in screen.observation.elements]
+    assert "Behind" not in texts and "Save" in texts
+    assert screen.observation.location == "Save As"
+    entry = next(e for e in screen.observation.elements if e.editable)
+    assert entry.label == "Name" and entry.container == "Save As"
+
+
+def test_a_malformed_node_from_the_bridge_is_a_value_error():
+    with pytest.raises(ValueError, match="malformed"):
+        Node.from_wire({"key": "1", "role": "frame"})
+
+
+def test_the_home_folder_reads_as_tilde_and_refs_stay_within_an_episode():
+    refs = RefTable()
+    nodes = [_node("1", "frame", "/home/u/notes.txt - Mousepad", -1), _node("2", "push button", "OK", 0)]
+    first = build_screen(nodes, refs, "mousepad", home="/home/u").observation
+    again = build_screen(list(reversed(nodes[1:])) + nodes[:1], refs, "mousepad", home="/home/u").observation
+    assert first.location == "~/notes.txt - Mousepad"
+    assert {e.text: e.ref for e in first.elements} == {e.text: e.ref for e in again.elements}
+
+
+def test_a_missing_program_is_an_env_not_ready_error_with_the_apt_line(monkeypatch):
+    import guimem.envs.desktop.session as session
+
+    real = session.shutil.which
+    monkeypatch.setattr(session.shutil, "which", lambda name: None if name == "Xvfb" else real(name))
+    with pytest.raises(EnvNotReadyError) as info:
+        DesktopEnv().reset(_task("calc-add"))
+    assert "Xvfb" in str(info.value) and "apt-get install" in (info.value.suggestion or "")
+
+
+def test_doctor_names_the_fix_when_a_desktop_package_is_missing(monkeypatch):
+    import guimem.envs.desktop.session as session
+    from guimem.harness.doctor import _desktop
+
+    real = session.shutil.which
+    monkeypatch.setattr(session.shutil, "which", lambda name: None if name == "galculator" else real(name))
+    check = _desktop(live=False)
+    assert not check.ok and not check.required
+    assert "galculator" in check.detail and "apt-get install" in (check.fix or "") and "galculator" in check.fix
+
+
+# -- on a real display ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def env():
+    desktop = DesktopEnv()
+    yield desktop
+    desktop.close()
+
+
+def _own(folder: Path | str) -> list[int]:
+    """The live processes of the session in ``folder``."""
+    needle = f"{MARKER}={folder}\0".encode()
+    out = []
+    for pid in _session_processes():
+        try:
+            if needle in Path(f"/proc/{pid}/environ").read_bytes():
+                out.append(pid)
+        except OSError:
+            continue
+    return out
+
+
+@pytest.mark.desktop
+@requires_desktop
+@pytest.mark.parametrize("task_id", sorted(TASKS))
+def test_every_task_fails_untouched_and_passes_after_a_scripted_solution(env, task_id):
+    obs = env.reset(_task(task_id, seed=4))
+    assert env.task.goal and "{" not in env.task.goal
+    assert not env.evaluate().success, "the untouched app already passes the check"
+    solve(env, obs)
+    deadline = time.monotonic() + 5
+    while not env.evaluate().success and time.monotonic() < deadline:
+        env.step(Action(kind=ActionKind.WAIT))
+    outcome = env.evaluate()
+    assert outcome.success, outcome.reason
+
+
+@pytest.mark.desktop
+@requires_desktop
+def test_check_env_passes_on_the_desktop_env():
+    desktop = DesktopEnv()
+    try:
+        desktop.reset(_task("mousepad-edit-save"))
+        folder = desktop.session.folder
+        assert check_env(desktop, _task("mousepad-edit-save")) == []
+    finally:
+        desktop.close()
+    assert _gone(_own(folder)) == []
+
+
+def test_a_png_is_written_from_an_xwd_framebuffer(tmp_path):
+    import zlib
+
+    import numpy as np
+
+    from guimem.envs.desktop.screenshot import png_bytes, save_screenshot
+    from guimem.types import Bounds
+
+    width, height = 4, 3
+    pixels = np.zeros((height, width, 4), dtype=np.uint8)
+    pixels[1, 2] = (10, 20, 30, 0)  # B, G, R, pad
+    header = struct.pack(">25I", 100, 7, 2, 24, width, height, 0, 0, 32, 0, 32, 32, width * 4, 4,
+                         0xFF0000, 0xFF00, 0xFF, 8, 0, 0, width, height, 0, 0, 0)
+    xwd = tmp_path / "Xvfb_screen0"
+    xwd.write_bytes(header + pixels.tobytes())
+    out = save_screenshot(xwd, tmp_path / "shot.png", crop=Bounds(x=1, y=1, w=2, h=2))
+    data = out.read_bytes()
+    assert data.startswith(b"\x89PNG") and struct.unpack(">II", data[16:24]) == (2, 2)
+    rows = zlib.decompress(data[data.index(b"IDAT") + 4:data.index(b"IEND") - 8])
+    assert rows[1 + 3:1 + 6] == bytes((30, 20, 10))  # row 0 of the crop, pixel 1: the source's (2, 1), as RGB
+    assert png_bytes(np.zeros((1, 1, 3), dtype=np.uint8)).startswith(b"\x89PNG")
+
+
+@pytest.mark.desktop
+@requires_desktop
+def test_observations_carry_a_screenshot_of_the_window_when_asked(tmp_path):
+    desktop = DesktopEnv(screenshots_dir=tmp_path)
+    try:
+        obs = desktop.reset(_task("calc-add"))
+    finally:
+        desktop.close()
+    assert obs.screenshot is not None
+    data = Path(obs.screenshot).read_bytes()
+    assert data.startswith(b"\x89PNG")
+    window = next(e for e in obs.elements if e.text == "galculator")
+    assert struct.unpack(">II", data[16:24]) == (int(window.bounds.w), int(window.bounds.h))
+
+
+@pytest.mark.desktop
+@requires_desktop
+def test_close_leaves_no_process_socket_or_folder():
+    desktop = DesktopEnv()
+    desktop.reset(_task("calc-add"))
+    folder, display = desktop.session.folder, desktop.session.display
+    assert folder is not None
+    pids = _own(folder)
+    commands = {Path(_session_processes()[p]).name for p in pids}
+    assert {"Xvfb", "dbus-daemon", "at-spi-bus-launcher", "galculator"} <= commands
+    desktop.close()
+    desktop.close()
+    assert _gone(pids, timeout_s=0) == []
+    assert not folder.exists()
+    assert not Path(f"/tmp/.X11-unix/X{display}").exists()
+
+
+_CHILD = """
+import json, sys
+from guimem.envs.desktop import DesktopEnv
+from guimem.types import Task
+env = DesktopEnv()
+env.reset(Task(id="mousepad-save-as", goal="", app="", seed=1))
+print(json.dumps({"folder": str(env.session.folder), "display": env.session.display}), flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.mark.desktop
+@requires_desktop
+@pytest.mark.parametrize(("sig", "with_bridge"), [(signal.SIGKILL, False), (signal.SIGTERM, False),
+                                                  (signal.SIGKILL, True)])
+def test_an_env_killed_mid_episode_leaves_nothing_after_the_next_start(sig, with_bridge):
+    """Killed alone, the env's bridge ends the session; killed with its bridge, the next start sweeps it."""
+    pythonpath = os.pathsep.join([str(ROOT / "src"), str(ROOT), os.environ.get("PYTHONPATH", "")])
+    child = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             env={**os.environ, "PYTHONPATH": pythonpath}, text=True)
+    try:
+        started = json.loads(child.stdout.readline())
+        folder = started["folder"]
+        pids = _own(folder)
+        assert {"Xvfb", "mousepad"} <= {Path(_session_processes()[p]).name for p in pids}
+        if with_bridge:
+            bridge = [p for p in pids if b"bridge.py" in Path(f"/proc/{p}/cmdline").read_bytes()]
+            assert len(bridge) == 1
+            os.kill(bridge[0], signal.SIGKILL)
+        child.send_signal(sig)
+        child.wait(timeout=10)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        child.stdin.close()
+        child.stdout.close()
+    if with_bridge:  # no watchdog left: the display and the buses outlive the env until the next start
+        assert "Xvfb" in {Path(_session_processes().get(p, "")).name for p in pids}
+    nxt = DesktopSession()
+    nxt.start()
+    try:
+        assert _gone(pids) == [], f"left running: {[_session_processes().get(p) for p in _gone(pids)]}"
+        assert not Path(folder).exists()
+    finally:
+        nxt.stop()
+    assert [p for p in _session_processes() if p in pids] == []
