@@ -75,7 +75,9 @@ class MemoryKit:
         (``quarantined``) unless a person admitted it, and page text is quoted in the text. Given the task,
         each item's placeholders are renamed to the task's parameters they bind to by their role in the
         goal, where the task names them otherwise (`guimem.memory.roles`), and an item whose actions
-        decided another goal's outcome is withheld where the goal's verb does not fit (`fits_goal`)."""
+        decided another goal's outcome is withheld where the goal's verb does not fit (`fits_goal`); given
+        the screen too, so is one learned with other field values (`holds_here`) and one another task learned
+        that does not act on this screen (`acts_for`). Withheld items are listed as ``unfit``."""
         view = TaskScreen(task, observation) if task is not None else None
         unfit = tuple(item.id for item in items if not fits_goal(item, view) or (observation is not None and (
             not holds_here(item, view) or not acts_for(item, view, observation)))) if view is not None else ()
