@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import struct
 import subprocess
@@ -304,3 +306,24 @@ def test_an_env_killed_mid_episode_leaves_nothing_after_the_next_start(sig, with
     finally:
         nxt.stop()
     assert [p for p in _session_processes() if p in pids] == []
+
+
+@pytest.mark.skipif(shutil.which("objdump") is None, reason="objdump (binutils) is not installed")
+def test_pygobject_built_here_holds_no_instruction_beyond_the_x86_64_baseline():
+    """pip builds PyGObject and pycairo from source on the machine that installs them (and may reuse the
+    wheel from its cache on the next machine): their extensions must hold no instruction another x86-64
+    processor could lack (no SSE3+, BMI or AVX code), whatever processor built them."""
+    import importlib.util
+
+    found = [importlib.util.find_spec(name) for name in ("gi", "cairo")]
+    if any(f is None or f.origin is None for f in found):
+        pytest.skip("PyGObject is not installed (make setup installs the desktop extra)")
+    libs = [p for f in found for p in Path(f.origin).parent.glob("_*.so")]  # type: ignore[union-attr, arg-type]
+    assert libs
+    beyond = re.compile(r"^(pshufb|ptest|pcmp[ei]stri|popcnt|crc32|lzcnt|tzcnt|p?blendv|pmulld|pmin[su]d|pmax[su]d|"
+                        r"rounds[sd]|pclmulqdq|aes\w*|movbe|andn|bextr|shlx|shrx|sarx|rorx|bzhi|pdep|pext|v\w+)$")
+    for lib in libs:
+        text = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(lib)], capture_output=True, text=True,
+                              check=True).stdout
+        used = {line.split()[1] for line in text.splitlines() if "\t" in line and len(line.split()) > 1}
+        assert not {m for m in used if beyond.match(m)}, f"{lib.name}: {sorted(m for m in used if beyond.match(m))}"
