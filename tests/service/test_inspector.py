@@ -64,7 +64,7 @@ def _page(browser, run_dir, method, shot):
                           for cls in ("yes", "no", "uncertain")},
                 "evidence": [e.text for e in browser.find_elements("css selector", "#knowledge .evidence")],
                 "statuses": [e.text for e in browser.find_elements("css selector",
-                                                                   "#knowledge tr.item td:nth-child(2)")],
+                                                                   "#knowledge tr.item td:nth-child(3)")],
                 "runs": browser.execute_script("return document.getElementById('run').options.length"),
                 "legend": browser.execute_script("return [...document.querySelectorAll('#graph .pill')]"
                                                  ".map(p => getComputedStyle(p).color)"),
@@ -191,3 +191,29 @@ def test_an_empty_memory_says_so_once_loaded(browser, tmp_path):
         svc.close()
     assert texts == {"skills": "no skills in this memory", "knowledge": "no knowledge items in this memory",
                      "episodes": "no run directory served"}
+
+
+def test_the_stacks_skills_are_listed_as_skills_and_every_knowledge_row_says_what_it_is(browser, tmp_path):
+    """The stack keeps its skills as knowledge items (they earn admission like the rest): the inspector once said
+    "no skills in this memory" while the report listed them and recall injected them."""
+    from tests.service.test_core import service, trajectories
+
+    svc = service(tmp_path, method="stack")
+    try:
+        for _ in range(2):
+            svc.learn_file(trajectories(tmp_path))
+            svc.end_round()
+        skills = [i for i in svc.list_items("skill")]
+        assert skills and all(i.kind == "knowledge" and i.what == "skill" for i in skills), skills
+        with live_http(create_app(svc)) as url:
+            browser.get(url + "/")
+            _wait_loaded(browser)
+            listed = browser.find_element("id", "skills").text
+            kinds = [e.text for e in browser.find_elements("css selector", "#knowledge tr.item td:nth-child(2)")]
+            code = browser.find_element("css selector", "#skills pre.code").text
+            browser.save_screenshot(str(ARTIFACTS / "inspector-stack-skills.png"))
+    finally:
+        svc.close()
+    assert "no skills" not in listed and all(s.id in listed for s in skills)
+    assert "def " in code or "type(" in code, code
+    assert {"skill", "procedure", "warning"} <= set(kinds), kinds

@@ -15,9 +15,10 @@ import pytest
 from guimem.envs.browser import launch_chrome
 from guimem.harness.evaluate import Evaluation
 from guimem.harness.runfiles import EvalSpec, RunDir
+from guimem.memory.catalog import provenance
 from guimem.memory.graph import EdgeBody, NodeBody
 from guimem.memory.hostile import quote_spans
-from guimem.service.core import MemoryService, ServiceSettings, provenance
+from guimem.service.core import MemoryService, ServiceSettings
 from guimem.service.http import create_app
 from guimem.settings import BrowserSettings, GuimemSettings
 from guimem.storage.base import Record
@@ -155,13 +156,13 @@ def test_knowledge_headings_rounds_and_the_episode_view_with_screenshots(browser
             assert headings and set(headings) <= {"admitted", "trial", "candidate", "rejected"}
             rows = browser.execute_script(
                 "return [...document.querySelectorAll('#knowledge table')].map(t => "
-                "[t.previousElementSibling.dataset.status, [...t.querySelectorAll('tr.item td:nth-child(2)')]"
+                "[t.previousElementSibling.dataset.status, [...t.querySelectorAll('tr.item td:nth-child(3)')]"
                 ".map(td => td.textContent)])")
             for status, statuses in rows:  # every item sits under the heading of its own status
                 assert all(s == status or (status == "rejected" and s == "retired") for s in statuses)
-            evidence = [e.text for e in browser.find_elements("css selector", "#knowledge td:nth-child(5)")]
+            evidence = [e.text for e in browser.find_elements("css selector", "#knowledge td:nth-child(6)")]
             assert all("Δ" not in e or "controls 0" not in e for e in evidence), "no Δ without controls"
-            texts = [t.text for t in browser.find_elements("css selector", "#knowledge tr.item td:nth-child(4)")]
+            texts = [t.text for t in browser.find_elements("css selector", "#knowledge tr.item td:nth-child(5)")]
             records = {r.id: r for r in svc.store.query("stack")}
             for row_id, text in zip(browser.execute_script(
                     "return [...document.querySelectorAll('#knowledge tr.item')].map(r => r.id.slice(5))"), texts,

@@ -191,7 +191,8 @@ def _rounds(s: Stats) -> str:
 
 @memory_app.command("list", cls=Command)
 def list_cmd(ctx: typer.Context, store: str = STORE, method: str | None = FIND,
-             kind: str | None = typer.Option(None, "--kind", help="node, edge, skill, knowledge."),
+             kind: str | None = typer.Option(None, "--kind", help="node, edge, skill, knowledge, procedure or "
+                                             "warning (skill and edge list a stack's too)."),
              status: str | None = typer.Option(None, "--status", help="e.g. admitted, candidate, verified."),
              json_output: bool = JSON) -> None:
     """Current items."""
@@ -204,7 +205,8 @@ def list_cmd(ctx: typer.Context, store: str = STORE, method: str | None = FIND,
         for col in ("id", "kind", "status", "v", "summary"):
             table.add_column(col)
         for i in items:
-            table.add_row(i.id, i.kind, i.status + (" (by hand)" if i.manual else ""), str(i.version), i.summary)
+            what = i.kind if i.what in ("", i.kind) else f"{i.what} ({i.kind})"  # a stack's skill: skill (knowledge)
+            table.add_row(i.id, what, i.status + (" (by hand)" if i.manual else ""), str(i.version), i.summary)
         st.console.print(table)
 
     _out(st, json_output, [*items], render)
@@ -218,7 +220,7 @@ def show_cmd(ctx: typer.Context, item: str = typer.Argument(..., help="Item id."
     with _service(ctx, store, method) as svc:
         detail = svc.show(item)
     _out(st, json_output, detail, lambda: st.console.print(
-        f"{detail.id} {detail.kind} [{detail.status}] v{detail.version}\n" +
+        f"{detail.id} {detail.what or detail.kind} [{detail.status}] v{detail.version}\n" +
         (detail.code + "\n" if detail.code else "") + json.dumps(detail.body, indent=2), markup=False))
 
 

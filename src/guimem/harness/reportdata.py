@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field, ValidationError
 from guimem.errors import GuimemError
 from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir, judged
 from guimem.memory.catalog import counts as item_counts
+from guimem.memory.catalog import describe
 from guimem.memory.hostile import page_spans, quote_spans
 from guimem.memory.names import recorded_name
 from guimem.memory.steer.items import KnowledgeItem
@@ -175,19 +176,6 @@ def _knowledge(record_id: str, status: str, body: str) -> LearnedItem | None:
                        controls=len(controls), difference=diff, effective=sum(r.effective for r in records))
 
 
-def _text(body: str) -> str:
-    try:
-        value = json.loads(body)
-    except ValueError:
-        return ""
-    if not isinstance(value, dict):
-        return ""
-    for key in ("content", "description", "text", "signature", "name"):
-        if isinstance(value.get(key), str) and value[key]:
-            return shorten(str(value[key]), 400)
-    return ""
-
-
 _STATUS_EVENTS = {"admitted", "retired", "rejected", "trial", "verified", "active"}
 
 
@@ -231,9 +219,10 @@ def learned(path: Path | str, namespace: str) -> Learned:
         items, skills = [], []
         for r in records:
             item = _knowledge(r.id, r.status, r.body) if r.kind == "knowledge" else None
-            kind = item.kind if item else r.kind
+            seen = describe(r)  # what it is and its summary, as the service and the inspector say it
+            kind = seen.what
             if item is None:
-                item = LearnedItem(id=r.id, kind=kind, status=r.status, text=_text(r.body))
+                item = LearnedItem(id=r.id, kind=kind, status=r.status, text=shorten(seen.summary, 400))
             item.uses, item.successes = len(uses.get(r.id, [])), sum(uses.get(r.id, []))
             item.manual = manual.get(r.id, False)
             if kind == "skill":

@@ -18,6 +18,7 @@ from guimem.errors import ConfigError
 from guimem.harness.evaluate import Evaluation, Progress
 from guimem.harness.metrics import Summary
 from guimem.harness.runfiles import EvalSpec, RunDir
+from guimem.memory.keys import RoundClock
 from guimem.settings import GuimemSettings
 from guimem.storage.sqlite import SQLiteStore
 
@@ -43,7 +44,7 @@ def seed_memories(learned: RunDir, target: RunDir, spec: EvalSpec) -> list[str]:
             src.backup(dst)  # a consistent copy, WAL included
         store = SQLiteStore(partial)
         try:
-            store.meta_set(f"{spec.namespace(method)}.boundary", "-1")
+            RoundClock(store, spec.namespace(method)).restart()
         finally:
             store.close()
         partial.replace(dest)

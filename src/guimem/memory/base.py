@@ -33,6 +33,7 @@ from pydantic import ValidationError
 from guimem.envs.base import Env, Transition
 from guimem.errors import DataError, EpisodeRefusedError
 from guimem.memory.hostile import acted_on_hostile
+from guimem.memory.keys import RoundClock
 from guimem.storage import Store
 from guimem.storage.base import Change, EventDraft, Versioned
 from guimem.types import Action, Injection, Observation, Step, Task, Trajectory
@@ -218,18 +219,16 @@ class RoundLog:
             (`guimem.memory.hostile.acted_on_hostile`), logging a ``quarantined`` event with the reason.
     """
 
-    LEGACY_KEY = "boundary"  # run folders written before boundaries were namespaced
-
     def __init__(self, store: Store, namespace: str, screen: bool = False) -> None:
         self.store = store
         self.namespace = namespace
         self.screen = screen
+        self.clock = RoundClock(store, namespace)
         self._closed = False
 
     def committed(self) -> int:
         """The last committed round (-1 when none)."""
-        value = self.store.meta_get(f"{self.namespace}.boundary") or self.store.meta_get(self.LEGACY_KEY)
-        return int(value) if value is not None else -1
+        return self.clock.committed()
 
     def commit(self, learn: Callable[[Trajectory], LearnReport], end_round: Callable[[], None], round_index: int,
                trajectories: Sequence[Trajectory]) -> RoundReport:
@@ -252,7 +251,7 @@ class RoundLog:
                 except (ValueError, DataError) as exc:
                     raise EpisodeRefusedError(index, t.episode_id, _problem(exc)) from None
             end_round()
-            self.store.meta_set(f"{self.namespace}.boundary", str(round_index))
+            self.clock.mark(round_index)
         return report
 
     def _set_aside(self, trajectory: Trajectory) -> str | None:

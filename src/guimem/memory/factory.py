@@ -15,6 +15,7 @@ from guimem.errors import ConfigError
 from guimem.llm import LLMClient, create_llm
 from guimem.memory.base import Memory
 from guimem.memory.indexcache import default_cache_dir
+from guimem.memory.keys import MetaKey, meta_key
 from guimem.memory.kit import MemoryKit
 from guimem.memory.names import record_method
 from guimem.memory.settings import MemorySpec
@@ -106,7 +107,7 @@ def create_memory(name: str, kit: MemoryKit, spec: MemorySpec | None = None,
 
 
 def _check_embedder(store: Store, namespace: str, embedder: CachedEmbedder) -> None:
-    key = f"{namespace}.embedder"
+    key = meta_key(namespace, MetaKey.EMBEDDER)
     have = store.meta_get(key)
     if have is None:
         store.meta_set(key, embedder.name)

@@ -16,18 +16,9 @@ from pydantic import BaseModel, Field
 
 from guimem.errors import ConfigError
 from guimem.memory.catalog import counts
+from guimem.memory.keys import MEMORIES_KEY, QUEUE_SUFFIX, MetaKey, meta_key
 from guimem.registry import Registry, default_registry, is_target
 from guimem.storage import Store
-
-METHOD_KEY = "method"
-"""Meta key suffix: ``<namespace>.method`` holds the method (registered name or import path) it was opened with."""
-NAME_KEY = "name"
-"""Meta key suffix: ``<namespace>.name`` holds that method's own ``name``."""
-MEMORIES_KEY = "memories"
-"""Meta key: the namespaces memories were opened under, as a JSON list (one that learned nothing yet is
-found too: `Store.namespaces` lists only those holding items or events)."""
-QUEUE_SUFFIX = ".queue"
-"""Namespace suffix of episodes a service keeps for the next boundary (beside the memory, not a memory)."""
 
 
 def namespace_of(method: str) -> str:
@@ -56,9 +47,9 @@ class StoredMemory(BaseModel):
 
 def record_method(store: Store, namespace: str, method: str, name: str) -> None:
     """Note in the store which method ``namespace`` holds and its own name (written only when they change)."""
-    for suffix, value in ((METHOD_KEY, method), (NAME_KEY, name)):
-        if store.meta_get(f"{namespace}.{suffix}") != value:
-            store.meta_set(f"{namespace}.{suffix}", value)
+    for suffix, value in ((MetaKey.METHOD, method), (MetaKey.NAME, name)):
+        if store.meta_get(meta_key(namespace, suffix)) != value:
+            store.meta_set(meta_key(namespace, suffix), value)
     known = _recorded(store)
     if namespace not in known:
         store.meta_set(MEMORIES_KEY, json.dumps(sorted({*known, namespace})))
@@ -66,7 +57,7 @@ def record_method(store: Store, namespace: str, method: str, name: str) -> None:
 
 def recorded_name(store: Store, namespace: str) -> str | None:
     """The own ``name`` of the method ``namespace`` was opened with, when recorded."""
-    return store.meta_get(f"{namespace}.{NAME_KEY}")
+    return store.meta_get(meta_key(namespace, MetaKey.NAME))
 
 
 def _recorded(store: Store) -> list[str]:
@@ -88,7 +79,7 @@ def stored_memories(store: Store, registry: Registry | None = None) -> list[Stor
             continue
         raw = store.stats(ns)
         shipped = ns.rsplit("/", 1)[-1]
-        method = store.meta_get(f"{ns}.{METHOD_KEY}") or (shipped if shipped in registered else None)
+        method = store.meta_get(meta_key(ns, MetaKey.METHOD)) or (shipped if shipped in registered else None)
         out.append(StoredMemory(namespace=ns, method=method,
                                 name=recorded_name(store, ns), events=raw.events,
                                 items=counts(store, ns)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
@@ -14,12 +14,12 @@ from guimem.embeddings import CachedEmbedder, create_embedder
 from guimem.envs.base import Env
 from guimem.errors import ConfigError, DataError, EpisodeRefusedError, FileConflictError, NotFoundError
 from guimem.memory.base import Curator, Memory, RecallQuery, Refused, RoundReport
-from guimem.memory.catalog import counts
+from guimem.memory.catalog import INNER_KINDS, counts, describe
+from guimem.memory.exchange import ExportHeader, export_header, export_lines, export_target, parse_export, write_import
 from guimem.memory.factory import check_method, open_memory
-from guimem.memory.hostile import page_spans, quote_spans
+from guimem.memory.keys import MetaKey, RoundClock, meta_key
 from guimem.memory.names import namespace_of
 from guimem.memory.settings import MemorySpec
-from guimem.memory.subgoals import effect_lines
 from guimem.service.models import (
     EventView,
     ItemDetail,
@@ -31,19 +31,9 @@ from guimem.service.models import (
     TransferReply,
 )
 from guimem.service.queue import EntryStatus, EpisodeQueue
-from guimem.service.transfer import (
-    EXPORT_VERSION,
-    EventPayload,
-    ExportEvent,
-    ExportHeader,
-    ExportRecord,
-    export_target,
-    parse_export,
-    write_import,
-)
 from guimem.settings import GuimemSettings
 from guimem.storage import Record, Store, create_store
-from guimem.types import Behaviour, Origin, Task, Trajectory, read_trajectories, shorten, write_atomic
+from guimem.types import ItemKind, Task, Trajectory, read_trajectories, shorten, write_atomic
 
 
 class _Tried(Exception):  # noqa: N818 - rolls a trial boundary back; never leaves this module
@@ -67,36 +57,7 @@ class ServiceSettings(BaseModel):
 
 
 def _item_summary(rec: Record) -> ItemSummary:
-    body = json.loads(rec.body)
-    manual = isinstance(body, dict) and body.get("manual") is True
-    prov = provenance(body)
-    page = prov.get("page")
-    summary = quote_spans(_summary(rec.kind, body), page if isinstance(page, list) else [])  # page text as data
-    return ItemSummary(id=rec.id, kind=rec.kind, status=rec.status, version=rec.version, summary=summary,
-                       manual=manual, **prov)
-
-
-def provenance(body: object) -> dict[str, object]:
-    """Who wrote a stored item's words and the page text it carries (from its body, bounded)."""
-    if not isinstance(body, dict):
-        return {}
-    page = [s for s in body.get("page", []) if isinstance(s, str)] if isinstance(body.get("page"), list) else []
-    with suppress(ValidationError):
-        page += page_spans(Behaviour.model_validate(body.get("behaviour") or {}))
-    if isinstance(body.get("effect"), str):
-        page += effect_lines(body["effect"])
-    origin = body.get("origin")
-    return {"origin": origin if origin in {o.value for o in Origin} else Origin.ACTION.value,
-            "imported": body.get("imported") is True, "page": list(dict.fromkeys(page))[:50],
-            "quarantine": str(body.get("quarantine") or "")[:500]}
-
-
-def _summary(kind: str, body: dict[str, object]) -> str:
-    for key in ("content", "text", "description", "signature", "name"):
-        value = body.get(key)
-        if isinstance(value, str) and value:
-            return value.splitlines()[0]  # whole: views shorten at word boundaries
-    return kind
+    return ItemSummary(**describe(rec).model_dump())
 
 
 class MemoryService:
@@ -139,11 +100,12 @@ class MemoryService:
 
     def _marker(self) -> tuple[str | None, str | None]:
         """What changes when any process commits to this memory: a round boundary, a curation, an import."""
-        return self.store.meta_get(f"{self.namespace}.boundary"), self.store.meta_get(f"{self.namespace}.version")
+        return (self.store.meta_get(meta_key(self.namespace, MetaKey.BOUNDARY)),
+                self.store.meta_get(meta_key(self.namespace, MetaKey.VERSION)))
 
     def _changed(self) -> None:
         """Tell other processes on this store (replicas) that the memory changed (inside the write's transaction)."""
-        key = f"{self.namespace}.version"
+        key = meta_key(self.namespace, MetaKey.VERSION)
         self.store.meta_set(key, str(int(self.store.meta_get(key) or 0) + 1))
 
     def _fresh(self) -> None:
@@ -161,7 +123,7 @@ class MemoryService:
         the store rolls back, and so does this process's view: the memory is reopened from the store."""
         try:
             with self.store.transaction():
-                self.store.lock(f"{self.namespace}.boundary")
+                self.store.lock(meta_key(self.namespace, MetaKey.BOUNDARY))
                 self._fresh()
                 yield
                 self._changed()
@@ -281,18 +243,22 @@ class MemoryService:
         """Item counts by kind and status, and the queue: waiting and quarantined episodes."""
         raw = self.store.stats(self.namespace)
         items = counts(self.store, self.namespace)
-        rnd = self.store.meta_get(f"{self.namespace}.round")
         quarantined = self.queue.count(EntryStatus.QUARANTINED)
         return Stats(method=self.memory.name, namespace=self.namespace, items=items, events=raw.events,
-                     boundaries_applied=int(rnd) if rnd is not None else None,
+                     boundaries_applied=RoundClock(self.store, self.namespace).applied(),
                      committed_round_index=self.memory.committed_round(),
                      queued=self.queue.count(EntryStatus.QUEUED), quarantined=quarantined,
                      quarantine=self.queue.quarantine() if quarantined else [])
 
     def list_items(self, kind: str | None = None, status: str | None = None) -> list[ItemSummary]:
-        """Current items, optionally filtered."""
-        records = self.store.query(self.namespace, kind, [status] if status else None)
-        return [_item_summary(r) for r in records]
+        """Current items, optionally filtered; ``kind`` is what an item is or its stored kind (``skill`` lists a
+        stack's skills, kept as knowledge, with the skills library's)."""
+        statuses = [status] if status else None
+        if kind is None or kind not in INNER_KINDS:
+            return [_item_summary(r) for r in self.store.query(self.namespace, kind, statuses)]
+        records = [*self.store.query(self.namespace, kind, statuses),
+                   *self.store.query(self.namespace, ItemKind.KNOWLEDGE.value, statuses)]
+        return [i for i in map(_item_summary, records) if kind in (i.kind, i.what)]
 
     def _record(self, item_id: str) -> Record:
         rec = self.store.get(item_id)
@@ -351,25 +317,14 @@ class MemoryService:
 
     def export(self, path: Path) -> TransferReply:
         """Every version of every item, and every event, as JSONL: a new file (or a previous export
-        replaced) in the data directory's ``exports/`` folder, see `guimem.service.transfer`."""
+        replaced) in the data directory's ``exports/`` folder, see `guimem.memory.exchange`."""
         target = export_target(self.settings.data_dir, path)
-        header = self._header()
-        records = [ExportRecord(type="record", id=v.id, kind=v.kind, status=v.status, version=v.version,
-                                body=json.loads(v.body), vector=v.vector.hex() if v.vector else None)
-                   for rec in self.store.query(self.namespace) for v in self.store.history(rec.id)]
-        events = [ExportEvent(type="event", event=e.type, item_id=e.item_id,
-                              payload=EventPayload.model_validate_json(e.payload or "{}"))
-                  for e in self.store.events(namespace=self.namespace)]
-        lines = [line.model_dump_json(exclude_unset=isinstance(line, ExportEvent)) for line in
-                 (header, *records, *events)]
+        lines, records, events = export_lines(self.store, self._header())
         write_atomic(target, ("\n".join(lines) + "\n").encode("utf-8"))
-        return TransferReply(path=self._shown(target), records=len(records), events=len(events))
+        return TransferReply(path=self._shown(target), records=records, events=events)
 
     def _header(self) -> ExportHeader:
-        rnd = self.store.meta_get(f"{self.namespace}.round")
-        return ExportHeader(type="header", version=EXPORT_VERSION, method=self.memory.name, namespace=self.namespace,
-                            embedder=self._embedder.name,
-                            boundaries_applied=int(rnd) if rnd is not None else None)
+        return export_header(self.store, self.namespace, self.memory.name, self._embedder.name)
 
     def _shown(self, path: Path) -> str:
         """A path as replies show it: relative to the data directory when there is one (never the absolute one)."""

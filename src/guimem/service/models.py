@@ -49,6 +49,10 @@ class ItemSummary(BaseModel):
 
     id: str
     kind: str
+    """The stored record's kind, as counted: ``node``, ``edge``, ``skill``, ``knowledge``."""
+    what: str = ""
+    """What it is: ``node``, ``edge``, ``skill``, ``procedure`` or ``warning`` (a stack's skill is a ``skill``
+    stored as ``knowledge``)."""
     status: str
     version: int
     summary: str

@@ -16,6 +16,7 @@ from enum import StrEnum
 from pydantic import ValidationError
 
 from guimem.errors import NotFoundError
+from guimem.memory.keys import queue_namespace
 from guimem.service.models import QuarantinedEpisode
 from guimem.storage import Record, Store
 from guimem.storage.base import EventDraft
@@ -51,7 +52,7 @@ class EpisodeQueue:
     def __init__(self, store: Store, namespace: str) -> None:
         self.store = store
         self.memory_namespace = namespace
-        self.namespace = f"{namespace}.queue"
+        self.namespace = queue_namespace(namespace)
 
     def entry_id(self, episode_id: str) -> str:
         """The queue entry of an episode (the same episode always has the same entry)."""

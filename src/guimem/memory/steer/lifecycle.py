@@ -21,6 +21,7 @@ from guimem.errors import DataError, NotFoundError
 from guimem.memory.base import Cursor, LearnReport
 from guimem.memory.hostile import screen_item
 from guimem.memory.indexcache import IndexCache
+from guimem.memory.keys import MetaKey, RoundClock, meta_key
 from guimem.memory.kit import MemoryKit
 from guimem.memory.settings import AdmissionRules, GateSettings
 from guimem.memory.steer.items import (
@@ -69,7 +70,7 @@ class Admission:
     """Knowledge items that earn admission through trials against matched controls.
 
     Args:
-        kit: Store, namespace (items are ``knowledge`` records; the round is ``<namespace>.round``).
+        kit: Store, namespace (items are ``knowledge`` records; the round is the memory's `RoundClock`).
         gate_settings: When evidence admits or rejects an item.
         proposer: Turns an episode into candidate items.
         rules: The stack's rules beyond matched controls (`AdmissionRules`); None keeps STEER's: every
@@ -82,7 +83,8 @@ class Admission:
         self.gate_settings = gate_settings
         self.proposer = proposer
         self.rules = rules
-        self.round = int(kit.store.meta_get(f"{kit.namespace}.round") or 0)
+        self.clock = RoundClock(kit.store, kit.namespace)
+        self.round = self.clock.applied()
         self._loaded: dict[str, Entry] | None = None  # every item; None until something needs them all
         self._fetched: dict[str, Entry] = {}  # items read one by one for recall while _loaded is None
         self._counts: dict[str, int] = {}
@@ -101,7 +103,7 @@ class Admission:
 
     @property
     def _history_key(self) -> str:
-        return f"{self.kit.namespace}.history"
+        return meta_key(self.kit.namespace, MetaKey.HISTORY)
 
     def _load_history(self) -> dict[str, list[TrialRecord]]:
         raw = self.kit.store.meta_get(self._history_key)
@@ -206,7 +208,7 @@ class Admission:
             self._buckets = None
         elif not self._apply_to_buckets(records):
             return False
-        self.round = int(self.kit.store.meta_get(f"{self.kit.namespace}.round") or 0)
+        self.round = self.clock.applied()
         self.history = self._load_history() if self.rules else {}
         self.cursor.position = position
         return True
@@ -403,8 +405,7 @@ class Admission:
             self._apply_gate()
             self._record_outcomes()
             self._merge_proposals()
-            self.round += 1
-            self.kit.store.meta_set(f"{self.kit.namespace}.round", str(self.round))
+            self.round += 1  # the clock is moved by the boundary that called this (`RoundLog.commit`)
         self._load()
 
     def set_status(self, item_id: str, status: str, reason: str) -> None:

@@ -242,11 +242,11 @@ function findNode(query, nodes, svg, box) {
 
 // ---- skills and knowledge ----
 async function drawSkills(items) {
-  const skills = items.filter(i => i.kind === 'skill');
+  const skills = items.filter(i => i.kind === 'skill' || i.what === 'skill');  // a stack's skills are kept as knowledge
   if (!skills.length) return;
   const rows = await Promise.all(skills.slice(0, 100).map(async s => {
     const d = await get('/v1/items/' + encodeURIComponent(s.id));
-    return h('tr', {id: 'item-' + s.id}, h('td', {}, s.id, h('br'), h('span', {class: 'status-' + s.status}, s.status)),
+    return h('tr', {id: (s.kind === 'skill' ? 'item-' : 'skill-') + s.id}, h('td', {}, s.id, h('br'), h('span', {class: 'status-' + s.status}, s.status)),
              h('td', {}, d.summary), h('td', {}, h('pre', {class: 'code'}, d.code || '')));
   }));
   fill('skills', h('table', {}, h('tr', {}, ['skill', 'what it does', 'code'].map(t => h('th', {}, t))), rows));
@@ -276,14 +276,14 @@ async function drawKnowledge(items) {
   const sections = await Promise.all(groups.filter(([, , list]) => list.length).map(async ([status, title, list]) => {
     const rows = await Promise.all(list.slice(0, 200).map(async k => {
       const hist = await get('/v1/items/' + encodeURIComponent(k.id) + '/history');
-      return h('tr', {class: 'item', id: 'item-' + k.id}, h('td', {}, k.id),
+      return h('tr', {class: 'item', id: 'item-' + k.id}, h('td', {}, k.id), h('td', {}, k.what || k.kind),
                h('td', {class: 'status-' + k.status}, k.status + (k.manual === true ? ' (by hand)' : '')),
                h('td', {}, 'v' + int(k.version)),
                h('td', {}, k.summary, ...(k.quarantine ? [h('br'), h('span', {class: 'quarantine'},
                                                                      'quarantined: ' + String(k.quarantine))] : [])),
                h('td', {}, evidence(hist)));
     }));
-    const head = h('tr', {}, ['id', 'status', 'version', 'content', 'evidence'].map(t => h('th', {}, t)));
+    const head = h('tr', {}, ['id', 'kind', 'status', 'version', 'content', 'evidence'].map(t => h('th', {}, t)));
     return [h('h3', {class: 'status-heading', 'data-status': status}, `${title} (${list.length})`),
             h('table', {}, head, rows)];
   }));

@@ -1,4 +1,6 @@
-"""Export and import files of a memory: the JSONL format, and where an export may be written.
+"""Export and import files of a memory: the JSONL format, how a memory is written to it and read back, and
+where an export may be written. The format belongs to the memory layer (the service, the CLI and MCP call
+`export_lines` and `write_import`; none of them builds a line by hand).
 
 An export is written only as a ``.jsonl`` file; with a data directory, only inside its own
 ``exports/`` folder (never into run folders). It never writes through a symbolic link, never opens
@@ -19,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from guimem.errors import ConfigError, DataError, FileConflictError, NotFoundError
 from guimem.memory.hostile import screen_item
+from guimem.memory.keys import RoundClock
 from guimem.memory.steer.items import Evidence, KnowledgeItem
 from guimem.storage import Record, Store
 from guimem.storage.base import EventDraft
@@ -119,6 +122,26 @@ def is_export(path: Path) -> bool:
         return False
 
 
+def export_header(store: Store, namespace: str, method_name: str, embedder: str) -> ExportHeader:
+    """The header an export of the memory in ``namespace`` starts with (also what an import must match)."""
+    return ExportHeader(type="header", version=EXPORT_VERSION, method=method_name, namespace=namespace,
+                        embedder=embedder, boundaries_applied=RoundClock(store, namespace).applied())
+
+
+def export_lines(store: Store, header: ExportHeader) -> tuple[list[str], int, int]:
+    """Every version of every item of ``header.namespace`` and every event, as the export's JSONL lines
+    (header first); with the count of records and of events."""
+    namespace = header.namespace
+    records = [ExportRecord(type="record", id=v.id, kind=v.kind, status=v.status, version=v.version,
+                            body=json.loads(v.body), vector=v.vector.hex() if v.vector else None)
+               for rec in store.query(namespace) for v in store.history(rec.id)]
+    events = [ExportEvent(type="event", event=e.type, item_id=e.item_id,
+                          payload=EventPayload.model_validate_json(e.payload or "{}"))
+              for e in store.events(namespace=namespace)]
+    lines = [line.model_dump_json(exclude_unset=isinstance(line, ExportEvent)) for line in (header, *records, *events)]
+    return lines, len(records), len(events)
+
+
 def write_import(store: Store, namespace: str, source: Path, header: ExportHeader, records: list[ExportRecord],
                  events: list[ExportEvent], untrusted: bool = True) -> tuple[int, int]:
     """Write what the memory does not already hold of a parsed export (inside the caller's transaction);
@@ -151,10 +174,7 @@ def write_import(store: Store, namespace: str, source: Path, header: ExportHeade
 
 def _import_round(store: Store, namespace: str, exported: int | None) -> None:
     """Keep the export's round counter when it is ahead of this memory's."""
-    meta = f"{namespace}.round"
-    current = store.meta_get(meta)
-    if exported is not None and (current is None or int(current) < exported):
-        store.meta_set(meta, str(exported))
+    RoundClock(store, namespace).carry(exported)
 
 
 def _check_ids(store: Store, namespace: str, source: Path, records: list[ExportRecord],
