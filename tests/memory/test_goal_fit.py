@@ -206,8 +206,8 @@ TAP_TT = Action(kind=ActionKind.TAP, selector=Selector(role=Role.TEXTBOX, label=
 
 def test_what_another_task_learned_is_withheld_where_none_of_its_targets_is_on_screen(graph):  # noqa: F811
     """A procedure learned on focus-text ("press enter, tap the textbox tt") recalled by similarity on
-    focus-text-2 or an autocomplete would push only its key press: withheld there, offered on its own page,
-    and offered on its own task however the page looks (leave-one-out is a separate rule)."""
+    focus-text-2 or an autocomplete would push only its key press: withheld there, offered on its own page; on
+    its own task, where its target is gone it is stale (#33), never offered as if valid."""
     proc = InjectedItem(id="p", kind=ItemKind.PROCEDURE, text="To focus: 1) key(enter); 2) tap(textbox tt)",
                         success=True, sources=("focus-text",), behaviour=Behaviour(actions=(ENTER, TAP_TT)))
     for name in ("focus-text-2-501", "use-autocomplete-nodelay-501"):
@@ -218,6 +218,7 @@ def test_what_another_task_learned_is_withheld_where_none_of_its_targets_is_on_s
     sibling = task.model_copy(update={"id": "focus-text-3"})
     assert graph.kit.injection("m", "t", [proc], observation=obs, task=sibling).items != (), "its target is here"
     other, _ = screen("focus-text-2-501")
-    assert graph.kit.injection("m", "t", [proc], observation=other, task=task).items != (), "its own task"
+    own = graph.kit.injection("m", "t", [proc], observation=other, task=task)
+    assert own.items == () and own.stale == ("p",) and own.unfit == (), "its own task: stale where its target is gone"
     keys = proc.model_copy(update={"behaviour": Behaviour(actions=(ENTER,))})
     assert graph.kit.injection("m", "t", [keys], observation=other, task=sibling).items != (), "nothing targeted"

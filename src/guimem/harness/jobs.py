@@ -43,6 +43,8 @@ def result_of(job: EpisodeJob, traj: Trajectory) -> EpisodeResult:
         recall_ms_p50=round(statistics.median(latencies), 3) if latencies else 0.0,
         error=traj.outcome.reason if infra else None, infra=infra, slot=job.slot, episode_id=traj.episode_id,
         wall_ms=traj.wall_ms, recall_ms=latencies, abstained_steps=sum(1 for s in traj.steps if s.injection.abstained),
+        stale_items=len({i for s in traj.steps for i in s.injection.stale}),
+        regrounded_items=len({i for s in traj.steps for i in s.injection.regrounded}),
         model_calls=len(calls), model_prompt_tokens=sum(c.prompt_tokens for c in calls),
         model_completion_tokens=sum(c.completion_tokens for c in calls),
         model_ms=round(sum(c.latency_ms for c in calls), 3),

@@ -36,6 +36,10 @@ class RoundStats(BaseModel):
     recall_ms_p95: float
     memory: dict[str, int] = Field(default_factory=dict)
     abstained_steps: int = 0
+    stale_items: int = 0
+    """Items withheld as stale, summed over the round's episodes (each item once per episode)."""
+    regrounded_items: int = 0
+    """Items shown re-grounded, summed over the round's episodes (each item once per episode)."""
     ui_version: str = ""
     """The UI version the round's pages showed (``v0``, ``v1``; empty without drift, `guimem.envs.drift`)."""
 
@@ -164,6 +168,7 @@ def _round_stats(results: list[EpisodeResult], round_index: int, memory: dict[st
         injected_tokens_per_step=round(tokens / steps, 2) if steps else 0,
         recall_ms_p50=_percentile(latencies, 50), recall_ms_p95=_percentile(latencies, 95), memory=memory or {},
         abstained_steps=sum(r.abstained_steps for r in results),
+        stale_items=sum(r.stale_items for r in results), regrounded_items=sum(r.regrounded_items for r in results),
     )
 
 

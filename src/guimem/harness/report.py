@@ -108,6 +108,11 @@ def _infra_section(summary: Summary) -> str:
             f"is resumed.</p>{_table(['method', 'failed attempts', 'unresolved', 'first error'], rows)}</div>")
 
 
+def _retired(counts: dict[str, int]) -> int:
+    """Items retired by the round's end (from its memory snapshot, ``kind:status`` or ``status`` keys)."""
+    return sum(n for key, n in counts.items() if key.rpartition(":")[2] == "retired")
+
+
 def _drift_section(spec: EvalSpec, summary: Summary) -> str:
     """Which UI version each round showed, success per round and Pass@k per version (empty without drift)."""
     if not spec.drift_at:
@@ -118,12 +123,17 @@ def _drift_section(spec: EvalSpec, summary: Summary) -> str:
     rows = [[breakable(n), *[_pct(r.success_rate) for r in m.rounds],
              *[_pct(p) for v in dict.fromkeys(versions) for p in m.pass_at_k_by_version.get(v, {}).values()]]
             for n, m in summary.methods.items()]
+    headers.append("stale / re-grounded / retired, per round")
+    for row, m in zip(rows, summary.methods.values(), strict=True):
+        row.append(" · ".join(f"{r.stale_items}/{r.regrounded_items}/{_retired(r.memory)}" for r in m.rounds))
     said = {"relabel": "controls relabelled", "reorder": "same-container buttons swapped", "rename": "ids renamed",
             "move": "layout moved", "interstitial": "a notice to dismiss first"}
     changes = ", ".join(said[k] for k in said if k in kinds_of(spec.drift_to))
     return (f"<h2>UI drift</h2><p>From round {spec.drift_at} on the pages showed version {e(spec.drift_to)}: "
             f"{changes} (<code>guimem.envs.drift</code>); the goals and success checks did not change. Success per "
-            f"round (%), and Pass@k within each version.</p>"
+            f"round (%), Pass@k within each version, and per round the items memory withheld as stale (none of their "
+            f"elements on the screen), showed re-grounded (an element found again under another id) and had retired "
+            f"by the round's end (items counted once per episode).</p>"
             f"<div class=\"scroll\">{_table(headers, rows, 'drift')}</div>")
 
 

@@ -124,6 +124,10 @@ class EpisodeResult(BaseModel):
     wall_ms: float = 0.0
     recall_ms: list[float] = Field(default_factory=list)
     abstained_steps: int = 0
+    stale_items: int = 0
+    """Distinct items recall withheld as stale in the episode (their elements gone from the screen)."""
+    regrounded_items: int = 0
+    """Distinct items shown re-grounded (their element found again under another id)."""
     model_calls: int = 0
     model_prompt_tokens: int = 0
     model_completion_tokens: int = 0

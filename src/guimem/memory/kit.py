@@ -24,7 +24,17 @@ from guimem.memory.roles import bound_args, rebind
 from guimem.memory.settings import Defences
 from guimem.storage import Store
 from guimem.tokens import TokenCounter
-from guimem.types import Behaviour, InjectedItem, Injection, Observation, Origin, Task
+from guimem.types import (
+    Behaviour,
+    InjectedItem,
+    Injection,
+    MatchStatus,
+    Observation,
+    Origin,
+    Resolution,
+    Selector,
+    Task,
+)
 
 
 @dataclass
@@ -77,18 +87,32 @@ class MemoryKit:
         goal, where the task names them otherwise (`guimem.memory.roles`), and an item whose actions
         decided another goal's outcome is withheld where the goal's verb does not fit (`fits_goal`); given
         the screen too, so is one learned with other field values (`holds_here`) and one another task learned
-        that does not act on this screen (`acts_for`). Withheld items are listed as ``unfit``."""
+        that does not act on this screen (`acts_for`). Withheld items are listed as ``unfit``. On a changed UI, a
+        step whose element is gone but whose role and name are still on the screen under another id acts on
+        that element (``regrounded``, said in the item's text: `reground`), and an item none of whose targets
+        is on the screen any more is withheld as ``stale`` (`targets_gone`), never shown as if still valid."""
         view = TaskScreen(task, observation) if task is not None else None
         unfit = tuple(item.id for item in items if not fits_goal(item, view) or (observation is not None and (
             not holds_here(item, view) or not acts_for(item, view, observation)))) if view is not None else ()
         if unfit:
             items = [item for item in items if item.id not in unfit]
+        regrounded: tuple[str, ...] = ()
+        stale: tuple[str, ...] = ()
+        if task is not None and observation is not None:
+            found = [reground(item, task, observation) for item in items]
+            regrounded = tuple(item.id for item, again in zip(items, found, strict=True) if again is not None)
+            items = [again if again is not None else item for item, again in zip(items, found, strict=True)]
+            stale = tuple(item.id for item in items if targets_gone(item.behaviour, task, observation))
+        if stale:
+            items = [item for item in items if item.id not in stale]
+            regrounded = tuple(i for i in regrounded if i not in stale)
         shown, kept = guard(items, self.defences, observation, task)
         if task is not None:  # placeholders another task named otherwise bind to this task's values by role
             shown = [rebind(item, task) for item in shown]
         text = render_block(title, shown, quote=self.defences.quote) if shown else ""
         return Injection(method=method, items=tuple(shown), text=text, tokens=self.counter.count(text),
-                         abstained=abstained, note=note, withheld=withheld, quarantined=kept, unfit=unfit)
+                         abstained=abstained, note=note, withheld=withheld, quarantined=kept, unfit=unfit,
+                         stale=stale, regrounded=regrounded)
 
 
 def fits_goal(item: InjectedItem, task: Task | TaskScreen) -> bool:
@@ -111,6 +135,53 @@ def acts_here(behaviour: Behaviour, task: Task, observation: Observation) -> boo
                 step.selector.resolve(observation, args).ok:
             return True
     return False
+
+
+REGROUNDED_NOTE = " (re-grounded: the element it acts on is here under another id)"
+
+
+def locate(selector: Selector, observation: Observation, params: dict[str, str] | None = None
+           ) -> tuple[Resolution, bool]:
+    """Where ``selector`` points on this screen, and whether it was re-grounded: when it matches nothing but
+    names an id and a name (text or label), the one element of its role and name under another id (a release
+    renamed the id; a renamed label is not guessed)."""
+    res = selector.resolve(observation, params)
+    if res.status is not MatchStatus.NO_MATCH or not selector.resource_id or not (selector.text or selector.label):
+        return res, False
+    again = selector.model_copy(update={"resource_id": ""}).resolve(observation, params)
+    return (again, True) if again.ok and again.element is not None else (res, False)
+
+
+def reground(item: InjectedItem, task: Task, observation: Observation) -> InjectedItem | None:
+    """``item`` with each step whose element is gone pointed at the element `locate` finds again under
+    another id (its text says so), or None when no step was."""
+    names = {n for a in item.behaviour.actions for n in a.params()}
+    args = bound_args(names, item.behaviour.roles, task)
+    steps, changed = [], False
+    for step in item.behaviour.actions:
+        sel = step.selector
+        if sel is not None and sel.resource_id and all(p in args for p in sel.params()):
+            res, again = locate(sel, observation, args)
+            if again and res.element is not None:
+                step = step.model_copy(update={"selector": sel.model_copy(
+                    update={"resource_id": res.element.resource_id})})
+                changed = True
+        steps.append(step)
+    if not changed:
+        return None
+    behaviour = item.behaviour.model_copy(update={"actions": tuple(steps)})
+    return item.model_copy(update={"behaviour": behaviour, "text": item.text + REGROUNDED_NOTE})
+
+
+def targets_gone(behaviour: Behaviour, task: Task, observation: Observation) -> bool:
+    """Is every element ``behaviour``'s steps act on gone from this screen: each targeted step whose
+    placeholders bind to the task's values matches no element here (a step that matches several is not
+    gone, and one that cannot bind says nothing), and there is at least one such step?"""
+    names = {n for a in behaviour.actions for n in a.params()}
+    args = bound_args(names, behaviour.roles, task)
+    steps = [a.selector for a in behaviour.actions
+             if a.selector is not None and all(p in args for p in a.selector.params())]
+    return bool(steps) and all(sel.resolve(observation, args).status is MatchStatus.NO_MATCH for sel in steps)
 
 
 def learned_elsewhere(item: InjectedItem, task: Task) -> bool:

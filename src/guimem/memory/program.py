@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from guimem.envs.base import Env
 from guimem.memory.generalise import filled_fields
-from guimem.memory.kit import MemoryKit
+from guimem.memory.kit import MemoryKit, locate
 from guimem.memory.roles import bound_args
 from guimem.memory.table import EventType, payload_json
 from guimem.storage.base import EventDraft
@@ -117,7 +117,7 @@ def can_start(program: SkillProgram, args: dict[str, str], observation: Observat
     first = program.steps[0].bind(args)
     if first.selector is None:
         return True
-    res = first.selector.resolve(observation)
+    res, _ = locate(first.selector, observation)
     return res.ok and res.element is not None
 
 
@@ -133,7 +133,7 @@ def execute(env: Env, program: SkillProgram, args: dict[str, str], observation: 
     for i, template in enumerate(program.steps):
         action = template.bind(args)
         if action.selector is not None:
-            res = action.selector.resolve(obs)
+            res, _ = locate(action.selector, obs)  # an element whose id a release renamed is found again
             if not res.ok or res.element is None:
                 err = ActionError(code=ActionErrorCode.SKILL_FAILED, action=action.describe(),
                                   message=f"{name} step {i}: {action.selector.describe()} -> {res.status.value}")

@@ -119,6 +119,7 @@ def episodes_view(run_dir: Path | None, method: str, round_index: int) -> list[d
                                "note": s.injection.note, "items": [i.id for i in s.injection.items],
                                "trial": [i.id for i in s.injection.items if i.trial],
                                "withheld": list(s.injection.withheld),
+                               "stale": list(s.injection.stale), "regrounded": list(s.injection.regrounded),
                                "screenshot": _screenshot(run_dir, s.observation.screenshot) is not None,
                                "error": s.error.message if s.error else None} for s in t.steps]})
     return out

@@ -188,6 +188,12 @@ class Injection(BaseModel):
     unfit: tuple[str, ...] = ()
     """Ids of items recall found but kept out because their actions decided a goal of another verb, or were
     learned where the screen's fields held otherwise (`Behaviour.serves`, `Behaviour.fields`)."""
+    stale: tuple[str, ...] = ()
+    """Ids of items this task learned that recall found but kept out because none of the elements their steps
+    act on is on this screen any more (a changed UI): never injected as if still valid."""
+    regrounded: tuple[str, ...] = ()
+    """Ids of injected items whose targets were gone and were found again by role and name (their steps act on
+    the element found; their text says so)."""
 
     @property
     def ids(self) -> list[str]:

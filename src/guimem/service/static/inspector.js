@@ -303,13 +303,18 @@ function stepRow(method, round, ep, s) {
   }
   const trial = new Set(Array.isArray(s.trial) ? s.trial : []);
   const ids = Array.isArray(s.items) ? s.items : [], withheld = Array.isArray(s.withheld) ? s.withheld : [];
+  const stale = Array.isArray(s.stale) ? s.stale : [], again = new Set(Array.isArray(s.regrounded) ? s.regrounded : []);
   return h('tr', {class: 'step'},
     h('td', {}, int(s.index + 1)),
     h('td', {}, shot, s.action, s.error ? [h('br'), h('span', {class: 'status-rejected'}, s.error)] : []),
     h('td', {}, s.injected ? h('pre', {class: 'injection'}, s.injected) :
       h('i', {class: 'muted'}, s.note || (s.abstained ? 'abstained' : 'nothing injected')),
       ids.length ? h('div', {class: 'ids'}, 'items: ', ids.map(id => itemLink(id, trial.has(id)))) : null,
-      withheld.length ? h('div', {class: 'muted'}, 'withheld as control: ', withheld.map(id => itemLink(id))) : null),
+      withheld.length ? h('div', {class: 'muted'}, 'withheld as control: ', withheld.map(id => itemLink(id))) : null,
+      again.size ? h('div', {class: 'muted'}, 're-grounded (element found under another id): ',
+                     [...again].map(id => itemLink(id))) : null,
+      stale.length ? h('div', {class: 'muted'}, 'withheld as stale (its elements are gone from this screen): ',
+                       stale.map(id => itemLink(id))) : null),
     h('td', {}, `${int(s.tokens)} tok`));
 }
 
