@@ -20,7 +20,7 @@ from guimem.memory.steer.scope import own_tasks
 from guimem.memory.table import EventType, ItemTable
 from guimem.storage import new_id
 from guimem.storage.base import pack_vector
-from guimem.types import Injection, ItemKind, Trajectory
+from guimem.types import Injection, ItemKind, ItemStatus, Trajectory
 from guimem.vectors import VectorIndex, create_index
 
 
@@ -68,7 +68,7 @@ class AppendAllMemory(StoredRounds):
             for item in proposals:
                 vec = self.kit.embed_text(item.content, EmbedRole.PASSAGE)
                 item_id = new_id("k-")
-                self.table.put(item_id, item, "active", EventType.CREATED, {"episode": trajectory.episode_id},
+                self.table.put(item_id, item, ItemStatus.ACTIVE, EventType.CREATED, {"episode": trajectory.episode_id},
                                pack_vector(vec))
                 self._items[item_id] = item
                 self._index.add([item_id], vec[None, :])
@@ -102,5 +102,5 @@ class AppendAllMemory(StoredRounds):
 
     def stats(self) -> dict[str, int]:
         """Items kept."""
-        return {"active": len(self._items)}
+        return {ItemStatus.ACTIVE.value: len(self._items)}
 

@@ -40,7 +40,17 @@ from guimem.memory.subgoals import (
 from guimem.memory.table import EventType, ItemTable
 from guimem.storage import new_id
 from guimem.storage.base import Change, pack_vector
-from guimem.types import Behaviour, InjectedItem, Injection, ItemKind, Observation, Origin, Task, Trajectory
+from guimem.types import (
+    Behaviour,
+    InjectedItem,
+    Injection,
+    ItemKind,
+    ItemStatus,
+    Observation,
+    Origin,
+    Task,
+    Trajectory,
+)
 from guimem.vectors import VectorIndex, create_index
 
 log = logging.getLogger(__name__)
@@ -140,7 +150,7 @@ class GraphMemory(StoredRounds):
         if node_ids:
             self._nodes.add(node_ids, np.stack(node_vecs))
         edge_ids, edge_vecs = [], []
-        for rec, edge in self.edges.load(["active"]):
+        for rec, edge in self.edges.load([ItemStatus.ACTIVE]):
             self._index_edge(rec.id, edge)
             vec = rec.vector_array() if flat else None
             if vec is not None:
@@ -169,7 +179,7 @@ class GraphMemory(StoredRounds):
                 self._remember(rec.id, EdgeBody.model_validate_json(rec.body))
             elif rec.kind == ItemKind.NODE.value and rec.id not in self._nodes:
                 self._nodes.add([rec.id], vec[None, :])  # type: ignore[index]
-            elif rec.kind == ItemKind.EDGE.value and rec.status == "active":
+            elif rec.kind == ItemKind.EDGE.value and rec.status == ItemStatus.ACTIVE:
                 self._index_edge(rec.id, EdgeBody.model_validate_json(rec.body), vec if flat else None)
             self._dirty = True
         self.cursor.position = position
@@ -180,7 +190,7 @@ class GraphMemory(StoredRounds):
         rec = change.record
         if rec.kind == ItemKind.NODE.value:
             return change.new and rec.version == 1 and rec.vector is not None
-        return change.new or (rec.kind == ItemKind.EDGE.value and rec.status == "active")
+        return change.new or (rec.kind == ItemKind.EDGE.value and rec.status == ItemStatus.ACTIVE)
 
     def _after_commit(self) -> None:
         """Refresh the index cache after a committed round (outside its transaction: the committed store)."""
@@ -254,7 +264,7 @@ class GraphMemory(StoredRounds):
             return hits[0].id
         node_id = new_id("n-")
         body = NodeBody(signature=state_text(obs, task), app=obs.app, first_task=task.id)
-        self.nodes.put(node_id, body, "active", EventType.CREATED, {"kind": "node"}, pack_vector(vec))
+        self.nodes.put(node_id, body, ItemStatus.ACTIVE, EventType.CREATED, {"kind": "node"}, pack_vector(vec))
         self._nodes.add([node_id], vec[None, :])
         self._dirty = True
         return node_id
@@ -291,7 +301,7 @@ class GraphMemory(StoredRounds):
                                 behaviour=ann.behaviour, success=ann.success, task=trajectory.task.id,
                                 episode_id=trajectory.episode_id, granularity=self.settings.granularity)
                 edge_id = new_id("e-")
-                self.edges.put(edge_id, body, "active", EventType.CREATED,
+                self.edges.put(edge_id, body, ItemStatus.ACTIVE, EventType.CREATED,
                                {"kind": "edge", "episode": trajectory.episode_id}, pack_vector(before_vec))
                 self._index_edge(edge_id, body, before_vec)
                 self._dirty = True

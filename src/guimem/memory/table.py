@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from guimem.memory.kit import MemoryKit
 from guimem.storage import Record
 from guimem.storage.base import EventDraft
-from guimem.types import ItemKind
+from guimem.types import ItemKind, ItemStatus
 
 Body = TypeVar("Body", bound=BaseModel)
 
@@ -40,6 +40,23 @@ class EventType(StrEnum):
     VERIFIED = "verified"
     UNVERIFIED = "unverified"
     SCOPE = "scope"
+    QUARANTINED = "quarantined"
+
+
+STATUS_EVENTS: dict[ItemStatus, EventType] = {
+    ItemStatus.CANDIDATE: EventType.CANDIDATE, ItemStatus.TRIAL: EventType.TRIAL,
+    ItemStatus.ADMITTED: EventType.ADMITTED, ItemStatus.REJECTED: EventType.REJECTED,
+    ItemStatus.RETIRED: EventType.RETIRED, ItemStatus.QUARANTINED: EventType.QUARANTINED,
+    ItemStatus.VERIFIED: EventType.VERIFIED, ItemStatus.UNVERIFIED: EventType.UNVERIFIED,
+    ItemStatus.ACTIVE: EventType.CREATED,
+}
+"""The event that logs an item's move to a status (written out: a status and an event that share a name are
+two words, not one)."""
+
+
+def status_event(status: ItemStatus) -> EventType:
+    """The event logged when an item moves to ``status``."""
+    return STATUS_EVENTS[status]
 
 
 Payload = BaseModel | Mapping[str, object]

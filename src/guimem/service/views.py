@@ -14,7 +14,7 @@ from guimem.errors import NotFoundError, TrajectoryFormatError
 from guimem.memory.graph import EdgeBody, NodeBody
 from guimem.service.core import MemoryService
 from guimem.service.models import RunTraces
-from guimem.types import ItemKind, Trajectory, parse_trajectory_line
+from guimem.types import ItemKind, ItemStatus, Trajectory, parse_trajectory_line
 
 log = logging.getLogger(__name__)
 _ROUND = re.compile(r"round-(\d{1,6})\.jsonl")
@@ -56,7 +56,7 @@ def graph_view(service: MemoryService) -> dict[str, list[dict[str, object]]]:
     nodes: list[dict[str, object]] = [{"id": i, "label": labels[i], "signature": b.signature, "visits": b.visits,
                                        "first_task": b.first_task} for i, b in bodies.items()]
     edges: list[dict[str, object]] = []
-    for r in service.store.query(service.namespace, ItemKind.EDGE.value, ["active"]):
+    for r in service.store.query(service.namespace, ItemKind.EDGE.value, [ItemStatus.ACTIVE]):
         body = EdgeBody.model_validate_json(r.body)
         edges.append({"id": r.id, "source": body.source, "target": body.target, "success": body.success,
                       "text": body.text, "effect": body.effect, "task": body.task,

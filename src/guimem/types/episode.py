@@ -124,6 +124,28 @@ class ItemKind(StrEnum):
     EPISODE = "episode"
 
 
+class ItemStatus(StrEnum):
+    """The one vocabulary of stored item statuses, for every method, surface and export.
+
+    The admission lifecycle (STEER's and the stack's knowledge): ``candidate`` → ``trial`` → ``admitted``
+    (→ ``retired``), or ``rejected``; ``quarantined`` holds an item that carries page text addressing the agent
+    (only a person moves it). Skills are ``verified``, ``unverified`` or ``rejected`` by replay; graph nodes
+    and edges and the baselines' records are ``active``. Staleness is not a stored status: an item is stale on a
+    screen none of its elements is on (`Injection.stale`), and may fit the next one.
+    """
+
+    CANDIDATE = "candidate"
+    TRIAL = "trial"
+    ADMITTED = "admitted"
+    REJECTED = "rejected"
+    RETIRED = "retired"
+    QUARANTINED = "quarantined"
+    """It carries page text that addresses the agent: held for a person's review, never shown."""
+    VERIFIED = "verified"
+    UNVERIFIED = "unverified"
+    ACTIVE = "active"
+
+
 class Origin(StrEnum):
     """Who wrote an item's words (provenance of a text span).
 

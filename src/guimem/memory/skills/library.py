@@ -26,7 +26,7 @@ from guimem.memory.ranking import mmr
 from guimem.memory.settings import SkillSettings
 from guimem.memory.skills.induce import SkillSource, induce
 from guimem.memory.skills.verify import verify
-from guimem.memory.table import EventType, ItemTable
+from guimem.memory.table import EventType, ItemTable, status_event
 from guimem.storage import new_id
 from guimem.storage.base import pack_vector
 from guimem.types import (
@@ -36,6 +36,7 @@ from guimem.types import (
     InjectedItem,
     Injection,
     ItemKind,
+    ItemStatus,
     Observation,
     Task,
     Trajectory,
@@ -43,7 +44,7 @@ from guimem.types import (
 from guimem.vectors import VectorIndex, create_index
 
 log = logging.getLogger(__name__)
-SkillStatus = Literal["verified", "unverified", "rejected"]
+SkillStatus = Literal[ItemStatus.VERIFIED, ItemStatus.UNVERIFIED, ItemStatus.REJECTED]
 
 
 class SkillBody(BaseModel):
@@ -237,9 +238,9 @@ class SkillMemory(StoredRounds):
 
     def _status_for(self, body: SkillBody) -> tuple[SkillStatus, str]:
         if not self.settings.verify or self.env_factory is None:
-            return "unverified", "no environment to replay in"
+            return ItemStatus.UNVERIFIED, "no environment to replay in"
         verdict = verify(self.env_factory(), body.program, body.source)
-        return ("verified" if verdict.ok else "rejected"), verdict.reason
+        return (ItemStatus.VERIFIED if verdict.ok else ItemStatus.REJECTED), verdict.reason
 
     def learn(self, trajectory: Trajectory) -> LearnReport:
         """Keep the episode; its skills are induced at the round boundary."""
@@ -265,7 +266,7 @@ class SkillMemory(StoredRounds):
             body = body.model_copy(update={"verdict": reason})
             vec = self.kit.embed_text(body.description, EmbedRole.PASSAGE)
             skill_id = new_id("sk-")
-            self.table.put(skill_id, body, status, EventType(status), {"reason": reason}, pack_vector(vec))
+            self.table.put(skill_id, body, status, status_event(status), {"reason": reason}, pack_vector(vec))
             self._remember(skill_id, body, status, vec)
             report.added += 1
         return report

@@ -11,21 +11,14 @@ from guimem.errors import LifecycleError
 from guimem.memory.program import SkillProgram
 from guimem.memory.steer.contract import TaskContract
 from guimem.types import Behaviour, Origin
+from guimem.types import ItemStatus as Status
+
+ItemStatus = Status
+"""The admission lifecycle's statuses are the one vocabulary's (`guimem.types.ItemStatus`); `ALLOWED` says
+which of them an item moves between."""
 
 
-class ItemStatus(StrEnum):
-    """Where an item is in its lifecycle."""
-
-    CANDIDATE = "candidate"
-    TRIAL = "trial"
-    ADMITTED = "admitted"
-    REJECTED = "rejected"
-    RETIRED = "retired"
-    QUARANTINED = "quarantined"
-    """It carries page text that addresses the agent: held for a person's review, never shown."""
-
-
-ALLOWED: dict[ItemStatus, frozenset[ItemStatus]] = {
+ALLOWED: dict[Status, frozenset[Status]] = {
     ItemStatus.CANDIDATE: frozenset({ItemStatus.TRIAL, ItemStatus.REJECTED}),
     ItemStatus.TRIAL: frozenset({ItemStatus.ADMITTED, ItemStatus.REJECTED}),
     ItemStatus.ADMITTED: frozenset({ItemStatus.RETIRED}),
@@ -38,8 +31,9 @@ UNDER_TEST = frozenset({ItemStatus.CANDIDATE, ItemStatus.TRIAL})
 
 def check_transition(item_id: str, current: ItemStatus, target: ItemStatus) -> None:
     """Raise `LifecycleError` unless ``current → target`` is in the allowed-transition table."""
-    if target not in ALLOWED[current]:
-        raise LifecycleError(item_id, current.value, target.value, tuple(sorted(t.value for t in ALLOWED[current])))
+    allowed = ALLOWED.get(current, frozenset())
+    if target not in allowed:
+        raise LifecycleError(item_id, current.value, target.value, tuple(sorted(t.value for t in allowed)))
 
 
 class Scope(StrEnum):

@@ -25,6 +25,7 @@ from guimem.memory.keys import MetaKey, RoundClock, meta_key
 from guimem.memory.kit import MemoryKit
 from guimem.memory.settings import AdmissionRules, GateSettings
 from guimem.memory.steer.items import (
+    ALLOWED,
     UNDER_TEST,
     Evidence,
     ItemStatus,
@@ -37,7 +38,7 @@ from guimem.memory.steer.items import (
 from guimem.memory.steer.propose import Proposer
 from guimem.memory.steer.scope import earn_scope, split
 from guimem.memory.steer.trials import Arm, assign, gate, record
-from guimem.memory.table import EventType, ItemTable
+from guimem.memory.table import EventType, ItemTable, status_event
 from guimem.storage.base import Change
 from guimem.types import ItemKind, Origin, Task, Trajectory
 
@@ -285,7 +286,7 @@ class Admission:
                     continue
                 rec = record(entry[0], trajectory, arm, self.round)  # type: ignore[arg-type]
                 self._evidence.setdefault(item_id, []).append(rec)
-                self.table.log(item_id, EventType(arm), rec)
+                self.table.log(item_id, EventType.TRIAL if arm == "trial" else EventType.CONTROL, rec)
             proposals = self.proposer.propose(trajectory, self.round)
             for p in proposals:
                 self.table.log(None, EventType.PROPOSED, {"key": p.key, "kind": p.kind,
@@ -394,7 +395,7 @@ class Admission:
                        "controls": len(evidence.arm("control")), "difference": evidence.score_difference,
                        "effective_uses": evidence.effective_uses, "harms": evidence.harms,
                        "held_back": list(decision.reasons)}
-            event = EventType(decision.status.value) if decision.status is not status else EventType.EVIDENCE
+            event = status_event(decision.status) if decision.status is not status else EventType.EVIDENCE
             self._put(item_id, item, decision.status, event, payload)
             self._items[item_id] = (item, decision.status)
         self._evidence = {}
@@ -410,18 +411,17 @@ class Admission:
 
     def set_status(self, item_id: str, status: str, reason: str) -> None:
         """Manual curation (admit/retire), checked against the transition table and logged."""
-        try:
-            target = ItemStatus(status)
-        except ValueError:
+        if status not in ALLOWED:  # the lifecycle's statuses, not a skill's or an edge's
             raise DataError(f"unknown status {status!r}", field="status",
-                            suggestion=f"one of {', '.join(s.value for s in ItemStatus)}") from None
+                            suggestion=f"one of {', '.join(s.value for s in ALLOWED)}") from None
+        target = ItemStatus(status)
         if item_id not in self._items:
             raise NotFoundError("knowledge item", item_id)
         item, status = self._items[item_id]
         check_transition(item_id, status, target)
         if target in (ItemStatus.ADMITTED, ItemStatus.RETIRED):
             item = item.model_copy(update={"manual": True})
-        self._put(item_id, item, target, EventType(target.value), {"manual": True, "reason": reason})
+        self._put(item_id, item, target, status_event(target), {"manual": True, "reason": reason})
         self._items[item_id] = (item, target)
         self._buckets = None
 
