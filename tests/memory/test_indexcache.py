@@ -225,7 +225,7 @@ def test_skills_open_from_the_cache_and_read_bodies_on_demand(kit, tmp_path):
     expected = [(i.id, i.name, i.text) for i in skills.recall(query()).items]
     assert expected, "a verified skill is recalled"
     again = SkillMemory(kit, settings, env_factory=FormEnv)
-    assert again._names is not None and not again._bodies, "opened from the cache, no body read"
+    assert again._names is not None and not again.view.kept_items(), "opened from the cache, no body read"
     assert [(i.id, i.name, i.text) for i in again.recall(query()).items] == expected
     assert again.stats() == skills.stats()
     name = expected[0][1]
@@ -249,6 +249,6 @@ def test_skills_opened_without_a_cache_keep_no_bodies_and_write_the_cache(kit, t
     expected = ([(i.id, i.name, i.text) for i in skills.recall(query()).items], skills.stats())
     cached = _cached(kit, tmp_path)
     first = SkillMemory(cached, settings, env_factory=FormEnv)  # a million parsed bodies would not fit
-    assert first._names is not None and not first._bodies and not first._skills
+    assert first._names is not None and not first.view.kept_items() and not first._skills
     assert ([(i.id, i.name, i.text) for i in first.recall(query()).items], first.stats()) == expected
     assert any((tmp_path / "cache").rglob("names.npy")), "and the cache is written for the next open"

@@ -12,7 +12,6 @@ Ablations (the paper's factorial table): granularity ``action | subgoal | task``
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 from typing import Any, Literal
 
 import numpy as np
@@ -20,7 +19,7 @@ from numpy.typing import NDArray
 from pydantic import BaseModel
 
 from guimem.embeddings import cosine
-from guimem.memory.base import Cursor, LearnReport, RecallQuery, RoundBuffer, RoundLog, StoredRounds
+from guimem.memory.base import LearnReport, RecallQuery, RoundBuffer, RoundLog, StoredRounds
 from guimem.memory.generalise import state_text
 from guimem.memory.indexcache import IndexCache
 from guimem.memory.kit import MemoryKit
@@ -38,6 +37,7 @@ from guimem.memory.subgoals import (
     effect_lines,
 )
 from guimem.memory.table import EventType, ItemTable
+from guimem.memory.view import ItemView
 from guimem.storage import new_id
 from guimem.storage.base import Change, pack_vector
 from guimem.types import (
@@ -108,7 +108,6 @@ class GraphMemory(StoredRounds):
             self.segmenter, self.annotator = OfflineSegmenter(self.settings.granularity), OfflineAnnotator()
         self._nodes: VectorIndex = create_index(kit.vector_index, kit.embedder.dim)
         self._edge_sources: VectorIndex = create_index(kit.vector_index, kit.embedder.dim)
-        self._bodies: OrderedDict[str, EdgeBody] = OrderedDict()  # edge bodies read on demand, bounded
         self._out: dict[str, list[str]] = {}  # edges added since the cached adjacency (or all, without one)
         self._adjacency: tuple[NDArray[Any], NDArray[Any], NDArray[Any]] | None = None
         self._counts: dict[str, int] = {}
@@ -116,9 +115,8 @@ class GraphMemory(StoredRounds):
         self.rounds = RoundLog(kit.store, kit.namespace, screen=kit.defences.quarantine)
         self.buffer = RoundBuffer()
         self.nodes = ItemTable(kit, ItemKind.NODE, NodeBody)
-        self.edges = ItemTable(kit, ItemKind.EDGE, EdgeBody)
-        self.cache = IndexCache(kit)
-        self.cursor = Cursor(kit.store, kit.namespace)  # before loading: the view below is of this position
+        self.edges = ItemView(kit, ItemKind.EDGE, EdgeBody, bound=self.settings.body_cache)  # bodies read on demand
+        self.cache = self.edges.cache
         self._load()
 
     @property
@@ -165,7 +163,7 @@ class GraphMemory(StoredRounds):
         """Catch up with the store: nodes are written once and an edge changes only in the tasks it was learned
         from, so what was written since is new nodes and edges, added to the index and the adjacency, and
         edges with another source task, whose bodies are replaced (anything else: False, reopen)."""
-        found = self.cursor.pending()
+        found = self.edges.changes()
         if found is None:
             return False
         changed, position = found
@@ -176,13 +174,13 @@ class GraphMemory(StoredRounds):
             rec = change.record
             vec = rec.vector_array()
             if rec.kind == ItemKind.EDGE.value and not change.new:
-                self._remember(rec.id, EdgeBody.model_validate_json(rec.body))
+                self.edges.apply(change)
             elif rec.kind == ItemKind.NODE.value and rec.id not in self._nodes:
                 self._nodes.add([rec.id], vec[None, :])  # type: ignore[index]
             elif rec.kind == ItemKind.EDGE.value and rec.status == ItemStatus.ACTIVE:
                 self._index_edge(rec.id, EdgeBody.model_validate_json(rec.body), vec if flat else None)
             self._dirty = True
-        self.cursor.position = position
+        self.edges.caught_up(position)
         return True
 
     @staticmethod
@@ -223,25 +221,15 @@ class GraphMemory(StoredRounds):
         self._dirty = False
 
     def _index_edge(self, edge_id: str, body: EdgeBody, source_vec: np.ndarray | None = None) -> None:
-        self._remember(edge_id, body)
+        self.edges.remember(edge_id, body, ItemStatus.ACTIVE)
         self._out.setdefault(body.source, []).append(edge_id)
         self._counts[body.success] = self._counts.get(body.success, 0) + 1
         if source_vec is not None and self.settings.structure is Structure.FLAT:
             self._edge_sources.add([edge_id], source_vec[None, :])
 
-    def _remember(self, edge_id: str, body: EdgeBody) -> None:
-        self._bodies[edge_id] = body
-        self._bodies.move_to_end(edge_id)
-        while len(self._bodies) > self.settings.body_cache:
-            self._bodies.popitem(last=False)
-
     def _edge(self, edge_id: str) -> EdgeBody:
-        """An edge's body (from the bounded cache, else from the store)."""
-        body = self._bodies.get(edge_id)
-        if body is None:
-            body = self.edges.get(edge_id)[1]
-            self._remember(edge_id, body)
-        return body
+        """An edge's body (kept in the view's bounded cache, else read from the store)."""
+        return self.edges.get(edge_id)
 
     def _out_of(self, node_id: str) -> list[str]:
         """Outgoing edge ids of a node, oldest first."""
@@ -314,10 +302,9 @@ class GraphMemory(StoredRounds):
         body = self._edge(edge_id)
         if body.learned_from(task_id):
             return
-        rec = self.edges.get(edge_id)[0]
+        rec = self.edges.record(edge_id)[0]
         body = body.model_copy(update={"tasks": (*body.tasks, task_id)})
         self.edges.put(edge_id, body, rec.status, EventType.MERGED, {"task": task_id}, rec.vector)
-        self._remember(edge_id, body)
 
     def _edge_item(self, edge_id: str, score: float) -> InjectedItem:
         edge = self._edge(edge_id)

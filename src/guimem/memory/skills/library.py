@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from guimem.embeddings import EmbedRole
 from guimem.envs.base import Env, Transition
-from guimem.memory.base import Cursor, LearnReport, RecallQuery, RoundBuffer, RoundLog, StoredRounds
+from guimem.memory.base import LearnReport, RecallQuery, RoundBuffer, RoundLog, StoredRounds
 from guimem.memory.indexcache import IndexCache
 from guimem.memory.kit import MemoryKit
 from guimem.memory.program import SkillProgram, can_start, execute, record_use
@@ -26,7 +26,8 @@ from guimem.memory.ranking import mmr
 from guimem.memory.settings import SkillSettings
 from guimem.memory.skills.induce import SkillSource, induce
 from guimem.memory.skills.verify import verify
-from guimem.memory.table import EventType, ItemTable, status_event
+from guimem.memory.table import EventType, status_event
+from guimem.memory.view import ItemView
 from guimem.storage import new_id
 from guimem.storage.base import pack_vector
 from guimem.types import (
@@ -80,20 +81,15 @@ class SkillMemory(StoredRounds):
         self.settings = settings or SkillSettings()
         self.env_factory = env_factory
         self._index: VectorIndex = create_index(kit.vector_index, kit.embedder.dim)
-        self._skills: dict[str, tuple[str, SkillBody, str]] = {}
-        self._bodies: dict[str, SkillBody] = {}
+        self._skills: dict[str, tuple[str, SkillBody, str]] = {}  # name -> skill, when every skill was read
         self._by_key: dict[str, str] = {}
-        self._vectors: dict[str, NDArray[np.float32]] = {}
         self._shown: dict[str, int] = {}
         self.rounds = RoundLog(kit.store, kit.namespace, screen=kit.defences.quarantine)
         self.buffer = RoundBuffer()
-        self.table = ItemTable(kit, ItemKind.SKILL, SkillBody)
-        self.cache = IndexCache(kit)
+        self.view = ItemView(kit, ItemKind.SKILL, SkillBody)  # bodies and vectors read on demand, counts
+        self.cache = self.view.cache
         self._names: dict[str, str] | None = None  # name -> id, when opened from the index cache
-        self._counts: dict[str, int] = {}
-        self._counts_stale = False  # skills changed since the counts were read (refresh): recount when asked
         self._dirty = False
-        self.cursor = Cursor(kit.store, kit.namespace)  # before loading: the view below is of this position
         if not self._open_cached():
             self._open_light()
 
@@ -102,11 +98,11 @@ class SkillMemory(StoredRounds):
         self._index = create_index(self.kit.vector_index, self.kit.embedder.dim)
         self._names = None
         ids, vecs = [], []
-        for rec, skill in self.table.load():
+        for rec, skill in self.view.load():
             vec = rec.vector_array()
             self._remember(rec.id, skill, rec.status, None)
             if vec is not None:
-                self._vectors[rec.id] = vec
+                self.view.remember(rec.id, skill, rec.status, vec)
                 if self._recallable(rec.status):
                     ids.append(rec.id)
                     vecs.append(vec)
@@ -121,7 +117,7 @@ class SkillMemory(StoredRounds):
         names: dict[str, str] = {}
         counts: dict[str, int] = {}
         ids, vecs = [], []
-        for rec in self.kit.store.query(self.kit.namespace, ItemKind.SKILL.value):
+        for rec in self.view.records():
             names[SkillBody.model_validate_json(rec.body).name] = rec.id  # validated (a store is hostile), not kept
             counts[rec.status] = counts.get(rec.status, 0) + 1
             vec = rec.vector_array()
@@ -131,7 +127,8 @@ class SkillMemory(StoredRounds):
         self._index = create_index(self.kit.vector_index, self.kit.embedder.dim)
         if ids:
             self._index.add(ids, np.stack(vecs))
-        self._names, self._counts = names, counts
+        self._names = names
+        self.view.set_counts(counts)
         self._write_cache(names, counts)
 
     def _open_cached(self) -> bool:
@@ -145,7 +142,7 @@ class SkillMemory(StoredRounds):
         names = IndexCache.array(found[0], "names").tolist()
         ids = IndexCache.array(found[0], "ids").tolist()
         self._names = dict(zip((str(n) for n in names), (str(i) for i in ids), strict=True))
-        self._counts = {str(k): int(v) for k, v in extras.get("counts", {}).items()}
+        self.view.set_counts({str(k): int(v) for k, v in extras.get("counts", {}).items()})
         return True
 
     def _after_commit(self) -> None:
@@ -173,47 +170,37 @@ class SkillMemory(StoredRounds):
     def refresh(self) -> bool:
         """Catch up with the store: new and changed skills (merged support, status) update the index and
         the names (the counts are recounted in the store when asked); nothing else is read."""
-        found = self.cursor.pending()
+        found = self.view.changes()
         if found is None:
             return False
         changed, position = found
-        for rec in (c.record for c in changed):
-            if rec.kind != ItemKind.SKILL.value:
+        for change in changed:
+            if change.record.kind != ItemKind.SKILL.value:
                 continue
-            body = SkillBody.model_validate_json(rec.body)
+            rec, body = change.record, self.view.apply(change)  # kept; the counts are asked of the store next
             if self._names is not None:  # opened from the cache: keep its names current
                 self._names[body.name] = rec.id
             self._remember(rec.id, body, rec.status, rec.vector_array())
-        self._counts_stale = self._counts_stale or bool(changed)  # recounted in the store when asked
-        self.cursor.position = position
+        self.view.caught_up(position)
         return True
 
     def _ensure_loaded(self) -> None:
         if self._names is not None:
             self._load()
 
-    def _fetch(self, skill_id: str) -> SkillBody:
-        rec, body = self.table.get(skill_id)
-        self._bodies[skill_id] = body
-        vec = rec.vector_array()
-        if vec is not None:
-            self._vectors[skill_id] = vec
-        return body
-
     def _body(self, skill_id: str) -> SkillBody:
-        body = self._bodies.get(skill_id)
-        return body if body is not None else self._fetch(skill_id)
+        return self.view.get(skill_id)
 
     def _vector(self, skill_id: str) -> NDArray[np.float32]:
-        if skill_id not in self._vectors:
-            self._fetch(skill_id)
-        return self._vectors[skill_id]
+        vec = self.view.vector(skill_id)
+        assert vec is not None, f"skill {skill_id} is in the index without a vector"
+        return vec
 
     def _skill(self, name: str) -> tuple[str, SkillBody, str] | None:
         entry = self._skills.get(name)
         if entry is None and self._names is not None and name in self._names:
             skill_id = self._names[name]
-            rec, body = self.table.get(skill_id)
+            rec, body = self.view.record(skill_id)
             entry = (skill_id, body, rec.status)
         return entry
 
@@ -227,10 +214,9 @@ class SkillMemory(StoredRounds):
 
     def _remember(self, skill_id: str, body: SkillBody, status: str, vec: NDArray[np.float32] | None) -> None:
         self._skills[body.name] = (skill_id, body, status)
-        self._bodies[skill_id] = body
+        self.view.remember(skill_id, body, status, vec)
         self._by_key[body.key] = skill_id
         if vec is not None:
-            self._vectors[skill_id] = vec
             if self._recallable(status):
                 self._index.add([skill_id], vec[None, :])
             else:
@@ -252,10 +238,10 @@ class SkillMemory(StoredRounds):
         for cand in induce(trajectory, self.settings.lengths):
             existing = self._by_key.get(cand.key)
             if existing is not None:
-                rec, body = self.table.get(existing)
+                rec, body = self.view.record(existing)
                 tasks = body.tasks if body.learned_from(trajectory.task.id) else (*body.tasks, trajectory.task.id)
                 body = body.model_copy(update={"support": body.support + 1, "tasks": tasks})
-                self.table.put(existing, body, rec.status, EventType.MERGED, {"episode": trajectory.episode_id},
+                self.view.put(existing, body, rec.status, EventType.MERGED, {"episode": trajectory.episode_id},
                                rec.vector)
                 self._remember(existing, body, rec.status, rec.vector_array())
                 report.merged += 1
@@ -266,7 +252,7 @@ class SkillMemory(StoredRounds):
             body = body.model_copy(update={"verdict": reason})
             vec = self.kit.embed_text(body.description, EmbedRole.PASSAGE)
             skill_id = new_id("sk-")
-            self.table.put(skill_id, body, status, status_event(status), {"reason": reason}, pack_vector(vec))
+            self.view.put(skill_id, body, status, status_event(status), {"reason": reason}, pack_vector(vec))
             self._remember(skill_id, body, status, vec)
             report.added += 1
         return report
@@ -342,15 +328,13 @@ class SkillMemory(StoredRounds):
             for trajectory in self.buffer.drain():
                 self._apply(trajectory)
             for skill_id, count in sorted(self._shown.items()):
-                self.table.log(skill_id, EventType.SHOWN, {"count": count})
+                self.view.log(skill_id, EventType.SHOWN, {"count": count})
         self._shown = {}
 
     def stats(self) -> dict[str, int]:
         """Skills by status."""
-        if self._names is not None:
-            if self._counts_stale:
-                self._counts, self._counts_stale = self.kit.counts(ItemKind.SKILL.value), False
-            return dict(self._counts)
+        if self._names is not None:  # not every skill was read: the cache's counts, or the store's
+            return self.view.counts()
         out: dict[str, int] = {}
         for _, _, status in self._skills.values():
             out[status] = out.get(status, 0) + 1

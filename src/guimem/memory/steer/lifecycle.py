@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
 from guimem.errors import DataError, NotFoundError
-from guimem.memory.base import Cursor, LearnReport
+from guimem.memory.base import LearnReport
 from guimem.memory.hostile import screen_item
 from guimem.memory.indexcache import IndexCache
 from guimem.memory.keys import MetaKey, RoundClock, meta_key
@@ -38,7 +38,8 @@ from guimem.memory.steer.items import (
 from guimem.memory.steer.propose import Proposer
 from guimem.memory.steer.scope import earn_scope, split
 from guimem.memory.steer.trials import Arm, assign, gate, record
-from guimem.memory.table import EventType, ItemTable, status_event
+from guimem.memory.table import EventType, status_event
+from guimem.memory.view import ItemView
 from guimem.storage.base import Change
 from guimem.types import ItemKind, Origin, Task, Trajectory
 
@@ -87,17 +88,14 @@ class Admission:
         self.clock = RoundClock(kit.store, kit.namespace)
         self.round = self.clock.applied()
         self._loaded: dict[str, Entry] | None = None  # every item; None until something needs them all
-        self._fetched: dict[str, Entry] = {}  # items read one by one for recall while _loaded is None
-        self._counts: dict[str, int] = {}
-        self._counts_stale = False  # items changed since the counts were read (refresh): recount when asked
-        self.cache = IndexCache(kit)
+        # items read one by one for recall while _loaded is None, their counts, the store position and the cache
+        self.view = ItemView(kit, ItemKind.KNOWLEDGE, KnowledgeItem)
+        self.cache = self.view.cache
         self._proposals: list[KnowledgeItem] = []
         self._evidence: dict[str, list[TrialRecord]] = {}
         self._outcomes: list[TrialRecord] = []
         self.history: dict[str, list[TrialRecord]] = self._load_history() if rules else {}
-        self.table = ItemTable(kit, ItemKind.KNOWLEDGE, KnowledgeItem)
         self._buckets: dict[tuple[str, str], list[tuple[int, str]]] | None = None
-        self.cursor = Cursor(kit.store, kit.namespace)  # before loading: the view below is of this position
         if not self._open_cached():
             self._load()
             self.save_cache()
@@ -143,7 +141,8 @@ class Admission:
     def has_items(self) -> bool:
         """Whether the memory holds any item (of any status), without reading them all."""
         if self._loaded is None:
-            return self._counts_stale or sum(self._counts.values()) > 0  # items are never deleted
+            known = self.view.known_counts()  # None: changed since they were read
+            return known is None or sum(known.values()) > 0  # items are never deleted
         return bool(self._loaded)
 
     @property
@@ -155,8 +154,7 @@ class Admission:
         return self._loaded
 
     def _load(self) -> None:
-        self._loaded = {rec.id: (item, ItemStatus(rec.status)) for rec, item in self.table.load()}
-        self._fetched = {}
+        self._loaded = {rec.id: (item, ItemStatus(rec.status)) for rec, item in self.view.load()}
         self._buckets = None
 
     def _open_cached(self) -> bool:
@@ -177,7 +175,7 @@ class Admission:
         for position, (item_id, key) in enumerate(zip(ids, keys, strict=True)):
             kind, _, value = str(key).partition("\x00")
             self._buckets.setdefault((kind, value), []).append((position, str(item_id)))
-        self._counts = {str(k): int(v) for k, v in extras.get("counts", {}).items()}
+        self.view.set_counts({str(k): int(v) for k, v in extras.get("counts", {}).items()})
         return True
 
     def save_cache(self) -> None:
@@ -198,7 +196,7 @@ class Admission:
         """Catch up with the store (a worker between rounds): the round, the task history, and the items
         written since — their status, scope bucket and counts; nothing else is read. False when an item
         comes back to being shown after leaving (its place in entry order is not known here: reopen)."""
-        found = self.cursor.pending()
+        found = self.view.changes()
         if found is None or self._evidence or self._proposals:  # a process that learns does not refresh
             return False
         changed, position = found
@@ -211,7 +209,7 @@ class Admission:
             return False
         self.round = self.clock.applied()
         self.history = self._load_history() if self.rules else {}
-        self.cursor.position = position
+        self.view.caught_up(position)
         return True
 
     def _apply_to_buckets(self, records: list[Change]) -> bool:
@@ -221,8 +219,7 @@ class Admission:
         last = max((pos for _, pos in where.values()), default=-1)
         for change in records:
             rec = change.record
-            item, status = KnowledgeItem.model_validate_json(rec.body), ItemStatus(rec.status)
-            self._fetched[rec.id] = (item, status)
+            item, status = self.view.apply(change), ItemStatus(rec.status)  # kept; counts asked of the store next
             live = status in (ItemStatus.ADMITTED, *UNDER_TEST)
             if rec.id in where:
                 key, pos = where.pop(rec.id)
@@ -236,21 +233,17 @@ class Admission:
                 last += 1
                 buckets.setdefault(_bucket(item), []).append((last, rec.id))
         self._buckets = buckets
-        self._counts_stale = self._counts_stale or bool(records)  # recounted in the store when asked
         return True
 
     def _entry(self, item_id: str) -> Entry | None:
         """One item (without reading them all when the memory opened from the cache)."""
         if self._loaded is not None:
             return self._loaded.get(item_id)
-        entry = self._fetched.get(item_id)
-        if entry is None:
-            try:
-                rec, item = self.table.get(item_id)
-            except NotFoundError:
-                return None
-            entry = self._fetched[item_id] = (item, ItemStatus(rec.status))
-        return entry
+        try:
+            item, status, _ = self.view.entry(item_id)
+        except NotFoundError:
+            return None
+        return item, ItemStatus(status)
 
     def live_for(self, task: Task) -> list[tuple[str, KnowledgeItem, ItemStatus]]:
         """Items that may be shown (admitted or under test) and whose scope can fit ``task``, in entry
@@ -286,17 +279,17 @@ class Admission:
                     continue
                 rec = record(entry[0], trajectory, arm, self.round)  # type: ignore[arg-type]
                 self._evidence.setdefault(item_id, []).append(rec)
-                self.table.log(item_id, EventType.TRIAL if arm == "trial" else EventType.CONTROL, rec)
+                self.view.log(item_id, EventType.TRIAL if arm == "trial" else EventType.CONTROL, rec)
             proposals = self.proposer.propose(trajectory, self.round)
             for p in proposals:
-                self.table.log(None, EventType.PROPOSED, {"key": p.key, "kind": p.kind,
+                self.view.log(None, EventType.PROPOSED, {"key": p.key, "kind": p.kind,
                                                           "episode": trajectory.episode_id})
         self._proposals += proposals
         return LearnReport(added=len(proposals))
 
     def _put(self, item_id: str, item: KnowledgeItem, status: ItemStatus, event: EventType,
              payload: dict[str, object]) -> None:
-        self.table.put(item_id, item, status.value, event, payload)
+        self.view.put(item_id, item, status.value, event, payload)
 
     def _merge_proposals(self) -> None:
         by_key = {it.key: i for i, (it, st) in self._items.items()}
@@ -367,7 +360,7 @@ class Admission:
             return item, records
         item, change = earn_scope(item, cross, self.history, self.gate_settings)
         if change is not None:
-            self.table.log(item_id, EventType.SCOPE, {"round": self.round, **change})
+            self.view.log(item_id, EventType.SCOPE, {"round": self.round, **change})
         return item, own
 
     def _apply_gate(self) -> None:
@@ -427,10 +420,10 @@ class Admission:
 
     def stats(self) -> dict[str, int]:
         """Items by status."""
-        if self._loaded is None and self._counts_stale:
-            self._counts, self._counts_stale = self.kit.counts(ItemKind.KNOWLEDGE.value), False
-        if self._loaded is None and self._counts:
-            return dict(self._counts)
+        if self._loaded is None:  # not every item was read: the cache's counts, or the store's
+            counts = self.view.counts()
+            if counts:
+                return counts
         out: dict[str, int] = {}
         for _, status in self._items.values():
             out[status.value] = out.get(status.value, 0) + 1

@@ -1,0 +1,165 @@
+"""One kind of a memory's stored items as its method reads them: the part every stored method holds.
+
+A stored method keeps a projection of its items for recall (the graph's node index and adjacency, the
+skills' index and names, the knowledge buckets). Everything else it needs of the store is the same for
+every method, and lives here, held (not inherited) once per kind:
+
+- **bounded lazy reads**: an item's body, status and vector, read from the store the first time recall needs
+  them and kept in a bounded cache (a million items' ids fit in memory, their parsed bodies do not);
+- **writes** that keep that cache current (`put`);
+- **counts by status**: the index cache's until something changed, then one grouped count in the store;
+- **where its view of the store is** (`Cursor`) and what was written since (`changes`), so a worker catches
+  up between rounds without reopening;
+- **its index cache** (`IndexCache`): the derived files it opens from and saves.
+
+A user's own stored method gets the same by holding an `ItemView` (docs/extending.md).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Generic
+
+import numpy as np
+from numpy.typing import NDArray
+
+from guimem.memory.base import Cursor
+from guimem.memory.indexcache import IndexCache
+from guimem.memory.kit import MemoryKit
+from guimem.memory.table import Body, EventType, ItemTable, Payload
+from guimem.storage import Record
+from guimem.storage.base import Change
+from guimem.types import ItemKind
+
+DEFAULT_BOUND = 100_000
+"""Items whose bodies a view keeps in memory by default (the least recently read go first)."""
+
+
+class ItemView(Generic[Body]):
+    """The stored items of one kind in one memory's namespace.
+
+    Args:
+        kit: The memory's store, namespace, embedder and cache folder.
+        kind: The record kind.
+        body: The body model.
+        bound: How many items' bodies (with status and vector) are kept in memory.
+    """
+
+    def __init__(self, kit: MemoryKit, kind: ItemKind, body: type[Body], bound: int = DEFAULT_BOUND) -> None:
+        self.kit = kit
+        self.kind = kind
+        self.table = ItemTable(kit, kind, body)
+        self.cache = IndexCache(kit)
+        self.cursor = Cursor(kit.store, kit.namespace)  # before any read: the view is of this position
+        self.bound = bound
+        self._read: OrderedDict[str, tuple[Body, str, NDArray[np.float32] | None]] = OrderedDict()
+        self._counts: dict[str, int] | None = None
+
+    # --- bounded lazy reads -------------------------------------------------------------------------------
+    def remember(self, item_id: str, body: Body, status: str, vector: NDArray[np.float32] | None = None) -> None:
+        """Keep an item's current body, status and vector (the least recently read one goes past the bound);
+        a vector not given keeps the one already kept."""
+        kept = self._read.get(item_id)
+        if vector is None and kept is not None:
+            vector = kept[2]
+        self._read[item_id] = (body, status, vector)
+        self._read.move_to_end(item_id)
+        while len(self._read) > self.bound:
+            self._read.popitem(last=False)
+
+    def entry(self, item_id: str) -> tuple[Body, str, NDArray[np.float32] | None]:
+        """An item's body, status and vector: kept, else read from the store (raises `NotFoundError`)."""
+        kept = self._read.get(item_id)
+        if kept is not None:
+            self._read.move_to_end(item_id)
+            return kept
+        rec, body = self.table.get(item_id)
+        self.remember(item_id, body, rec.status, rec.vector_array())
+        return self._read[item_id]
+
+    def get(self, item_id: str) -> Body:
+        """An item's body (kept, else read)."""
+        return self.entry(item_id)[0]
+
+    def status(self, item_id: str) -> str:
+        """An item's status (kept, else read)."""
+        return self.entry(item_id)[1]
+
+    def vector(self, item_id: str) -> NDArray[np.float32] | None:
+        """An item's vector (kept, else read)."""
+        return self.entry(item_id)[2]
+
+    def kept_items(self) -> int:
+        """How many items' bodies are kept in memory now."""
+        return len(self._read)
+
+    def kept(self, item_id: str) -> Body | None:
+        """An item's body if it is kept in memory now (no store read)."""
+        found = self._read.get(item_id)
+        return found[0] if found is not None else None
+
+    # --- the store ----------------------------------------------------------------------------------------
+    def record(self, item_id: str) -> tuple[Record, Body]:
+        """An item's current stored version, read from the store (for a write that keeps its vector)."""
+        rec, body = self.table.get(item_id)
+        self.remember(item_id, body, rec.status, rec.vector_array())
+        return rec, body
+
+    def load(self, statuses: Sequence[str] | None = None) -> list[tuple[Record, Body]]:
+        """Every current item (of ``statuses``), in creation order, parsed; none is kept by this call."""
+        return self.table.load(statuses)
+
+    def records(self, statuses: Sequence[str] | None = None) -> list[Record]:
+        """Every current item's record, unparsed, in creation order."""
+        return self.kit.store.query(self.kit.namespace, self.kind.value, statuses)
+
+    def put(self, item_id: str, body: Body, status: str, event: EventType, payload: Payload,
+            vector: bytes | None = None) -> Record:
+        """Write a new version of an item with its event, and keep it."""
+        rec = self.table.put(item_id, body, status, event, payload, vector)
+        self.remember(item_id, body, status, rec.vector_array())
+        self.recount()
+        return rec
+
+    def log(self, item_id: str | None, event: EventType, payload: Payload) -> None:
+        """Append an event about an item (or about the memory)."""
+        self.table.log(item_id, event, payload)
+
+    # --- counts -------------------------------------------------------------------------------------------
+    def counts(self) -> dict[str, int]:
+        """Items by status: as last set (the index cache's), else one grouped count in the store."""
+        if self._counts is None:
+            self._counts = self.kit.counts(self.kind.value)
+        return dict(self._counts)
+
+    def known_counts(self) -> dict[str, int] | None:
+        """The counts if known without asking the store (None: something changed since)."""
+        return dict(self._counts) if self._counts is not None else None
+
+    def set_counts(self, counts: dict[str, int]) -> None:
+        """Counts read with the index cache or while reading every item."""
+        self._counts = dict(counts)
+
+    def recount(self) -> None:
+        """Something changed: the next `counts` asks the store."""
+        self._counts = None
+
+    # --- catching up --------------------------------------------------------------------------------------
+    def changes(self) -> tuple[list[Change], int] | None:
+        """What was written in the namespace since this view's position (every kind), and the position it
+        reaches; None when the store cannot tell (then the method reopens)."""
+        return self.cursor.pending()
+
+    def caught_up(self, position: int) -> None:
+        """The changes up to ``position`` are applied: items of this kind written since are kept anew and the
+        counts are asked of the store next time."""
+        self.cursor.position = position
+
+    def apply(self, change: Change) -> Body:
+        """Keep a changed item of this kind (from `changes`) and mark the counts stale; returns its body."""
+        rec = change.record
+        body = self.table.body.model_validate_json(rec.body)
+        self.remember(rec.id, body, rec.status, rec.vector_array())
+        self.recount()
+        return body

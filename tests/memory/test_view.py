@@ -1,0 +1,71 @@
+"""The stored-item view every stored method holds (#30): bounded lazy reads, counts by status, catching up
+with another process's writes — what a user's own stored method gets by holding one."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from guimem.embeddings import CachedEmbedder
+from guimem.embeddings.hashing import HashingEmbedder
+from guimem.memory.kit import MemoryKit
+from guimem.memory.table import EventType
+from guimem.memory.view import ItemView
+from guimem.storage.sqlite import SQLiteStore
+from guimem.tokens import WhitespaceCounter
+from guimem.types import ItemKind, ItemStatus
+
+
+class Note(BaseModel):
+    text: str
+
+
+def _kit(path) -> MemoryKit:
+    return MemoryKit(store=SQLiteStore(path), embedder=CachedEmbedder(HashingEmbedder(16)),
+                     counter=WhitespaceCounter(), namespace="mine")
+
+
+def test_bodies_are_read_on_demand_and_kept_within_the_bound(tmp_path):
+    kit = _kit(tmp_path / "m.sqlite")
+    view = ItemView(kit, ItemKind.KNOWLEDGE, Note, bound=2)
+    try:
+        for i in range(3):
+            view.put(f"n{i}", Note(text=f"note {i}"), ItemStatus.ACTIVE, EventType.CREATED, {})
+        assert view.kept_items() == 2 and view.kept("n0") is None, "the least recently written went first"
+        assert view.get("n0") == Note(text="note 0") and view.status("n0") == "active", "read again from the store"
+        assert view.kept_items() == 2
+    finally:
+        kit.store.close()
+
+
+def test_counts_come_from_what_was_read_until_something_changes_then_from_the_store(tmp_path):
+    kit = _kit(tmp_path / "m.sqlite")
+    view = ItemView(kit, ItemKind.KNOWLEDGE, Note)
+    try:
+        view.set_counts({"active": 7})  # as an index cache said
+        assert view.counts() == {"active": 7} and view.known_counts() == {"active": 7}
+        view.put("n", Note(text="x"), ItemStatus.TRIAL, EventType.TRIAL, {})
+        assert view.known_counts() is None and view.counts() == {"trial": 1}
+    finally:
+        kit.store.close()
+
+
+def test_a_view_catches_up_with_what_another_process_wrote(tmp_path):
+    writer, reader = _kit(tmp_path / "m.sqlite"), _kit(tmp_path / "m.sqlite")
+    mine, theirs = ItemView(writer, ItemKind.KNOWLEDGE, Note), ItemView(reader, ItemKind.KNOWLEDGE, Note)
+    try:
+        assert theirs.changes() == ([], theirs.cursor.position)
+        mine.put("n1", Note(text="first"), ItemStatus.CANDIDATE, EventType.CREATED, {})
+        theirs.get("n1")
+        mine.put("n1", Note(text="second"), ItemStatus.ADMITTED, EventType.ADMITTED, {})
+        assert theirs.get("n1").text == "first", "kept until caught up"
+        found = theirs.changes()
+        assert found is not None
+        changed, position = found
+        assert [c.record.id for c in changed] == ["n1"]
+        assert theirs.apply(changed[-1]) == Note(text="second") and theirs.status("n1") == "admitted"
+        theirs.caught_up(position)
+        assert theirs.changes() == ([], position)
+        assert theirs.counts() == {"admitted": 1}
+    finally:
+        writer.store.close()
+        reader.store.close()
