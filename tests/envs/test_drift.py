@@ -222,3 +222,23 @@ def test_a_skill_whose_second_step_s_target_was_relabelled_stops_with_a_recorded
             assert "step 1" in run.error.message and not run.done
         else:
             assert run.error is None
+
+
+def test_after_the_change_memory_re_grounds_what_it_can_and_the_summary_and_report_count_it(tmp_path):
+    """The form's fields keep their labels at v1 but their ids are renamed: what graph learned at v0 is found
+    again (re-grounded), counted per round in the summary and shown in the report's drift table."""
+    from guimem.harness.evaluate import Evaluation
+    from guimem.harness.runfiles import EvalSpec
+    from guimem.settings import GuimemSettings
+    from guimem.tasks import load_suite
+
+    settings = GuimemSettings()
+    settings.embedder.name = "hashing"
+    suite = load_suite(str(Path(__file__).parent.parent / "data" / "form_suite.json"))
+    spec = EvalSpec(env="form", suite=suite, rounds=3, methods=["graph"], embedder="hashing:384", drift_at=2)
+    summary = Evaluation(spec, tmp_path, settings).run()
+    rounds = summary.methods["graph"].rounds
+    assert rounds[0].regrounded_items == 0 and rounds[0].stale_items == 0, "nothing changed in round 1"
+    assert rounds[1].regrounded_items > 0, [r.model_dump() for r in rounds]
+    html = (tmp_path / "report.html").read_text()
+    assert "stale / re-grounded / retired" in html
