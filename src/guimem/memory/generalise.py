@@ -16,6 +16,7 @@ from typing import Protocol, TypeVar
 
 from guimem.types import (
     Action,
+    ActionErrorCode,
     ActionKind,
     Observation,
     Selector,
@@ -304,17 +305,23 @@ def performed_actions(traj: Trajectory) -> list[Performed]:
 
     A targeted action without a selector (a ref that named nothing on its screen, or a hostile
     trajectory) has no portable form and is left out: memory could neither replay nor avoid it.
+
+    A skill that stopped with an error performed its actions up to the one that failed: only the last
+    performed action failed, and only when the env refused it (a ``skill_failed`` error means the skill
+    stopped *before* acting, its next target gone or its arguments missing: everything it did succeeded).
     """
     obs_after = [s.observation for s in traj.steps[1:]] + [traj.final_observation or traj.steps[-1].observation] \
         if traj.steps else []
     out: list[Performed] = []
     for step, after in zip(traj.steps, obs_after, strict=True):
-        actions: tuple[Action, ...] = step.performed if step.action.kind is ActionKind.RUN_SKILL else (step.action,)
-        for a in actions:
+        skill = step.action.kind is ActionKind.RUN_SKILL
+        actions: tuple[Action, ...] = step.performed if skill else (step.action,)
+        refused = step.error is not None and not (skill and step.error.code is ActionErrorCode.SKILL_FAILED)
+        for i, a in enumerate(actions):
             if a.kind in TARGETED_KINDS and a.selector is None:
                 continue
             if a.is_ui and a.kind is not ActionKind.RUN_SKILL:
-                out.append(Performed(step.index, a, step.observation, after, step.error is not None))
+                out.append(Performed(step.index, a, step.observation, after, refused and i == len(actions) - 1))
     return out
 
 
