@@ -3,6 +3,7 @@ with another process's writes — what a user's own stored method gets by holdin
 
 from __future__ import annotations
 
+import numpy as np
 from pydantic import BaseModel
 
 from guimem.embeddings import CachedEmbedder
@@ -69,3 +70,27 @@ def test_a_view_catches_up_with_what_another_process_wrote(tmp_path):
     finally:
         writer.store.close()
         reader.store.close()
+
+
+def test_an_entry_saved_with_its_index_and_counts_opens_again_until_the_store_changes(tmp_path):
+    from guimem.vectors import create_index
+
+    kit = _kit(tmp_path / "m.sqlite")
+    kit.cache_dir = tmp_path / "cache"
+    try:
+        view = ItemView(kit, ItemKind.KNOWLEDGE, Note)
+        view.put("n", Note(text="x"), ItemStatus.ADMITTED, EventType.ADMITTED, {})
+        index = create_index("exact", 16)
+        index.add(["n"], np.ones((1, 16), dtype=np.float32))
+        view.save_entry("notes", {"ids": np.asarray(["n"])}, index, counts={"admitted": 1})
+
+        again, into = ItemView(kit, ItemKind.KNOWLEDGE, Note), create_index("exact", 16)
+        found = again.open_entry("notes", [("notes", into)])
+        assert found is not None and len(into) == 1 and again.known_counts() == {"admitted": 1}
+        assert np.load(found[0] / "ids.npy").tolist() == ["n"]
+
+        view.put("m", Note(text="y"), ItemStatus.TRIAL, EventType.TRIAL, {})  # the store moved on
+        assert ItemView(kit, ItemKind.KNOWLEDGE, Note).open_entry("notes", [("notes", create_index("exact", 16))]) \
+            is None, "a stale entry is rebuilt from the store, never trusted"
+    finally:
+        kit.store.close()

@@ -128,17 +128,16 @@ class GraphMemory(StoredRounds):
         """Open from the index cache when it matches the store (vectors memory-mapped, adjacency as
         arrays, edge bodies read on demand); otherwise read the store and write the cache."""
         flat = self.settings.structure is Structure.FLAT  # only the flat ablation searches edges by source
-        extras = self.cache.open_index("nodes", self._nodes)
-        if extras is not None and (not flat or self.cache.open_index("edge-sources", self._edge_sources) is not None):
-            found = self.cache.load("nodes")
-            if found is not None:
-                folder = found[0]
-                self._adjacency = (IndexCache.array(folder, "adj_nodes"), IndexCache.array(folder, "adj_offsets"),
-                                   IndexCache.array(folder, "adj_edges"))
-                self._counts = {str(k): int(v) for k, v in extras.get("counts", {}).items()}
-                return
-            self._nodes = create_index(self.kit.vector_index, self.kit.embedder.dim)
-            self._edge_sources = create_index(self.kit.vector_index, self.kit.embedder.dim)
+        indexes = [("nodes", self._nodes), *([("edge-sources", self._edge_sources)] if flat else [])]
+        found = self.edges.open_entry("nodes", indexes, counts=False)  # its counts are by success label
+        if found is not None:
+            folder, extras = found
+            self._adjacency = (IndexCache.array(folder, "adj_nodes"), IndexCache.array(folder, "adj_offsets"),
+                               IndexCache.array(folder, "adj_edges"))
+            self._counts = {str(k): int(v) for k, v in extras.get("counts", {}).items()}
+            return
+        self._nodes = create_index(self.kit.vector_index, self.kit.embedder.dim)
+        self._edge_sources = create_index(self.kit.vector_index, self.kit.embedder.dim)
         node_ids, node_vecs = [], []
         for rec, _ in self.nodes.load():
             vec = rec.vector_array()
@@ -216,8 +215,8 @@ class GraphMemory(StoredRounds):
                   "adj_offsets": offsets_list,
                   "adj_edges": np.asarray(flat, dtype=str) if flat else np.zeros(0, dtype="<U1")}
         if self.settings.structure is Structure.FLAT:
-            self.cache.save_index("edge-sources", self._edge_sources)
-        self.cache.save_index("nodes", self._nodes, arrays, {"counts": self._counts})
+            self.edges.save_entry("edge-sources", {}, self._edge_sources)
+        self.edges.save_entry("nodes", arrays, self._nodes, extras={"counts": self._counts})
         self._dirty = False
 
     def _index_edge(self, edge_id: str, body: EdgeBody, source_vec: np.ndarray | None = None) -> None:

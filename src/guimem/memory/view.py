@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Generic
+from pathlib import Path
+from typing import Any, Generic
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,6 +32,7 @@ from guimem.memory.table import Body, EventType, ItemTable, Payload
 from guimem.storage import Record
 from guimem.storage.base import Change
 from guimem.types import ItemKind
+from guimem.vectors import VectorIndex
 
 DEFAULT_BOUND = 100_000
 """Items whose bodies a view keeps in memory by default (the least recently read go first)."""
@@ -144,6 +146,38 @@ class ItemView(Generic[Body]):
     def recount(self) -> None:
         """Something changed: the next `counts` asks the store."""
         self._counts = None
+
+    # --- the index cache ---------------------------------------------------------------------------------
+    def open_entry(self, name: str, indexes: Sequence[tuple[str, VectorIndex]] = (), counts: bool = True
+                   ) -> tuple[Path, dict[str, Any]] | None:
+        """Open the index cache's entry ``name`` when it matches the store: fill each of ``indexes`` from its
+        own entry, then return the entry's folder (its side arrays) and extras, with ``counts`` the counts by
+        status it was saved with; None (nothing usable: rebuild from the store) when any part is missing or
+        stale."""
+        for index_name, index in indexes:
+            if self.cache.open_index(index_name, index) is None:
+                return None
+        found = self.cache.load(name)
+        if found is None:
+            return None
+        if counts:
+            saved = found[1].get("counts", {})
+            self.set_counts({str(k): int(v) for k, v in saved.items()} if isinstance(saved, dict) else {})
+        return found
+
+    def save_entry(self, name: str, arrays: dict[str, NDArray[Any]], index: VectorIndex | None = None,
+                   counts: dict[str, int] | None = None, extras: dict[str, Any] | None = None) -> None:
+        """Write the index cache's entry ``name``: its side arrays, its index (if any) and its extras, with
+        ``counts`` (the counts by status `open_entry` gives back)."""
+        extras = {**(extras or {}), **({"counts": counts} if counts is not None else {})}
+        if index is not None:
+            self.cache.save_index(name, index, arrays, extras)
+            return
+
+        def write(folder: Path) -> None:
+            for key, array in arrays.items():
+                np.save(folder / f"{key}.npy", array)
+        self.cache.save(name, write, extras)
 
     # --- catching up --------------------------------------------------------------------------------------
     def changes(self) -> tuple[list[Change], int] | None:

@@ -134,15 +134,13 @@ class SkillMemory(StoredRounds):
     def _open_cached(self) -> bool:
         """Open from the index cache: the recallable skills' vectors and their names; bodies are read
         from the store when recall or a run needs them."""
-        extras = self.cache.open_index("skills", self._index)
-        found = self.cache.load("skills") if extras is not None else None
-        if extras is None or found is None:
+        found = self.view.open_entry("skills", [("skills", self._index)])  # and the counts it was saved with
+        if found is None:
             self._index = create_index(self.kit.vector_index, self.kit.embedder.dim)
             return False
         names = IndexCache.array(found[0], "names").tolist()
         ids = IndexCache.array(found[0], "ids").tolist()
         self._names = dict(zip((str(n) for n in names), (str(i) for i in ids), strict=True))
-        self.view.set_counts({str(k): int(v) for k, v in extras.get("counts", {}).items()})
         return True
 
     def _after_commit(self) -> None:
@@ -165,7 +163,7 @@ class SkillMemory(StoredRounds):
         order = sorted(names)
         arrays = {"names": np.asarray(order, dtype=str) if order else np.zeros(0, dtype="<U1"),
                   "ids": np.asarray([names[n] for n in order], dtype=str) if order else np.zeros(0, dtype="<U1")}
-        self.cache.save_index("skills", self._index, arrays, {"counts": counts})
+        self.view.save_entry("skills", arrays, self._index, counts)
 
     def refresh(self) -> bool:
         """Catch up with the store: new and changed skills (merged support, status) update the index and

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from pathlib import Path
 from types import MappingProxyType
 
 import numpy as np
@@ -160,10 +159,10 @@ class Admission:
     def _open_cached(self) -> bool:
         """Open from the index cache (which items may be shown and their scope buckets), reading no item
         body until recall needs it; False when the cache does not match the store."""
-        found = self.cache.load("knowledge")
+        found = self.view.open_entry("knowledge")  # and the counts it was saved with
         if found is None:
             return False
-        folder, extras = found
+        folder = found[0]
         try:
             ids = IndexCache.array(folder, "live_ids").tolist()
             keys = IndexCache.array(folder, "live_keys").tolist()
@@ -175,7 +174,6 @@ class Admission:
         for position, (item_id, key) in enumerate(zip(ids, keys, strict=True)):
             kind, _, value = str(key).partition("\x00")
             self._buckets.setdefault((kind, value), []).append((position, str(item_id)))
-        self.view.set_counts({str(k): int(v) for k, v in extras.get("counts", {}).items()})
         return True
 
     def save_cache(self) -> None:
@@ -186,11 +184,7 @@ class Admission:
         arrays = {"live_ids": np.asarray([i for i, _ in live], dtype=str) if live else np.zeros(0, dtype="<U1"),
                   "live_keys": np.asarray([f"{k}\x00{v}" for _, (k, v) in live], dtype=str) if live
                   else np.zeros(0, dtype="<U1")}
-
-        def write(folder: Path) -> None:
-            for name, array in arrays.items():
-                np.save(folder / f"{name}.npy", array)
-        self.cache.save("knowledge", write, {"counts": self.stats()})
+        self.view.save_entry("knowledge", arrays, counts=self.stats())
 
     def refresh(self) -> bool:
         """Catch up with the store (a worker between rounds): the round, the task history, and the items
