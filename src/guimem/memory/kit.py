@@ -89,23 +89,18 @@ class MemoryKit:
         the screen too, so is one learned with other field values (`holds_here`) and one another task learned
         that does not act on this screen (`acts_for`). Withheld items are listed as ``unfit``. On a changed UI, a
         step whose element is gone but whose role and name are still on the screen under another id acts on
-        that element (``regrounded``, said in the item's text: `reground`), and an item none of whose targets
-        is on the screen any more is withheld as ``stale`` (`targets_gone`), never shown as if still valid."""
+        that element (``regrounded``, said in the item's text), and an item none of whose targets is on the
+        screen any more is withheld as ``stale``, never shown as if still valid (`ground`)."""
         view = TaskScreen(task, observation) if task is not None else None
         unfit = tuple(item.id for item in items if not fits_goal(item, view) or (observation is not None and (
             not holds_here(item, view) or not acts_for(item, view, observation)))) if view is not None else ()
         if unfit:
             items = [item for item in items if item.id not in unfit]
-        regrounded: tuple[str, ...] = ()
-        stale: tuple[str, ...] = ()
-        if task is not None and observation is not None:
-            found = [reground(item, task, observation) for item in items]
-            regrounded = tuple(item.id for item, again in zip(items, found, strict=True) if again is not None)
-            items = [again if again is not None else item for item, again in zip(items, found, strict=True)]
-            stale = tuple(item.id for item in items if targets_gone(item.behaviour, task, observation))
-        if stale:
-            items = [item for item in items if item.id not in stale]
-            regrounded = tuple(i for i in regrounded if i not in stale)
+        grounded = [ground(item, task, observation) for item in items] \
+            if task is not None and observation is not None else [(item, False, False) for item in items]
+        stale = tuple(item.id for item, _, gone in grounded if gone)
+        regrounded = tuple(item.id for item, again, gone in grounded if again and not gone)
+        items = [item for item, _, gone in grounded if not gone]
         shown, kept = guard(items, self.defences, observation, task)
         if task is not None:  # placeholders another task named otherwise bind to this task's values by role
             shown = [rebind(item, task) for item in shown]
@@ -152,36 +147,31 @@ def locate(selector: Selector, observation: Observation, params: dict[str, str] 
     return (again, True) if again.ok and again.element is not None else (res, False)
 
 
-def reground(item: InjectedItem, task: Task, observation: Observation) -> InjectedItem | None:
-    """``item`` with each step whose element is gone pointed at the element `locate` finds again under
-    another id (its text says so), or None when no step was."""
+def ground(item: InjectedItem, task: Task, observation: Observation) -> tuple[InjectedItem, bool, bool]:
+    """``item`` on this screen, each selector resolved once: its steps whose element is gone pointed at the
+    element `locate` finds again under another id (its text says so); whether any was (re-grounded); and
+    whether every element it acts on is gone (stale): each targeted step whose placeholders bind to the
+    task's values matches nothing here (one matching several is not gone, one that cannot bind says
+    nothing), and there is at least one such step."""
     names = {n for a in item.behaviour.actions for n in a.params()}
     args = bound_args(names, item.behaviour.roles, task)
-    steps, changed = [], False
+    steps, changed, bindable, gone = [], False, 0, 0
     for step in item.behaviour.actions:
         sel = step.selector
-        if sel is not None and sel.resource_id and all(p in args for p in sel.params()):
+        if sel is not None and all(p in args for p in sel.params()):
             res, again = locate(sel, observation, args)
+            bindable += 1
+            gone += res.status is MatchStatus.NO_MATCH
             if again and res.element is not None:
                 step = step.model_copy(update={"selector": sel.model_copy(
                     update={"resource_id": res.element.resource_id})})
                 changed = True
         steps.append(step)
+    stale = bindable > 0 and gone == bindable
     if not changed:
-        return None
+        return item, False, stale
     behaviour = item.behaviour.model_copy(update={"actions": tuple(steps)})
-    return item.model_copy(update={"behaviour": behaviour, "text": item.text + REGROUNDED_NOTE})
-
-
-def targets_gone(behaviour: Behaviour, task: Task, observation: Observation) -> bool:
-    """Is every element ``behaviour``'s steps act on gone from this screen: each targeted step whose
-    placeholders bind to the task's values matches no element here (a step that matches several is not
-    gone, and one that cannot bind says nothing), and there is at least one such step?"""
-    names = {n for a in behaviour.actions for n in a.params()}
-    args = bound_args(names, behaviour.roles, task)
-    steps = [a.selector for a in behaviour.actions
-             if a.selector is not None and all(p in args for p in a.selector.params())]
-    return bool(steps) and all(sel.resolve(observation, args).status is MatchStatus.NO_MATCH for sel in steps)
+    return item.model_copy(update={"behaviour": behaviour, "text": item.text + REGROUNDED_NOTE}), True, stale
 
 
 def learned_elsewhere(item: InjectedItem, task: Task) -> bool:
