@@ -82,3 +82,50 @@ def test_advice_for_and_against_one_action_from_here_cancels_out():
     assert decide(obs, env.task, Injection(items=(do, dont))) == alone
     assert decide(obs, env.task, Injection(items=(do,))) != alone, "either alone still steers"
     assert decide(obs, env.task, Injection(items=(dont,))) != alone
+
+
+def test_without_memory_the_draw_is_the_seeded_softmax_it_always_was():
+    """The coupled draw spends the main stream exactly as ``random.choices`` did, so ``none``'s episodes
+    (and every figure measured without memory) are unchanged by the coupling."""
+    import math
+    import random
+    import zlib
+
+    from guimem.agents.explorer import candidate_actions
+
+    env, obs = setup()
+    for seed in range(40):
+        p = ExplorerPolicy(seed=seed)
+        p.reset(env.task)
+        got = p.act(PolicyInput(task=env.task, observation=obs, injection=Injection())).action
+        cands = candidate_actions(env.task, obs)
+        top = max(c.score for c in cands)
+        rng = random.Random(zlib.crc32(f"{seed}|{env.task.id}|{env.task.seed}".encode()))
+        expected = rng.choices(cands, weights=[math.exp((c.score - top) / p.temperature) for c in cands], k=1)[0]
+        assert got == expected.action
+
+
+def test_memory_moves_a_choice_only_towards_what_it_made_more_likely():
+    """A recalled skill adds a candidate, which makes every other action less likely. Coupled, a memory
+    run either takes what the memoryless run took or the skill, never a third action (before, the
+    shared random number landed on a third action in a third of these draws: issue #33's forward-nl
+    regression, where that third action was the wrong sender)."""
+    env, obs = setup()
+    user = Action(kind=ActionKind.TYPE, selector=Selector(role=Role.TEXTBOX, label="username"), text="{username}")
+    skill = Injection(items=(InjectedItem(id="s1", kind=ItemKind.SKILL, name="log_in", text="log in",
+                                          behaviour=Behaviour(actions=(user,)), success=True, score=0.3),))
+    without = decide(obs, env.task, n=300)
+    with_memory = decide(obs, env.task, skill, n=300)
+    moved = [b for a, b in zip(without, with_memory, strict=True) if a != b]
+    assert len(moved) >= 30, "the skill changed few choices: the test shows nothing"
+    assert all(b.kind is ActionKind.RUN_SKILL for b in moved)
+
+
+def test_a_warning_moves_a_choice_only_off_the_warned_action():
+    env, obs = setup()
+    submit = Action(kind=ActionKind.TAP, selector=Selector(role=Role.BUTTON, text="Login"))
+    ref = Selector(role=Role.BUTTON, text="Login").resolve(obs).element.ref
+    without = decide(obs, env.task, n=200)
+    with_warning = decide(obs, env.task, procedure(submit, avoid=True), n=200)
+    changed = [(a, b) for a, b in zip(without, with_warning, strict=True) if a != b]
+    assert changed and all(a.kind is ActionKind.TAP and a.ref == ref for a, _ in changed)

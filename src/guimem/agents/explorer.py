@@ -5,10 +5,24 @@ what is editable, press enter in a filled field), scores them by word overlap wi
 samples one with a seeded softmax. Memory acts only through structured behaviour: the next
 not-yet-done action of a recalled procedure, edge or skill is bound to the current screen and
 preferred; actions named by warnings and failed edges are avoided.
+
+The draw is *coupled* to the draw the same episode makes without memory (a maximal coupling): the
+step's random number first picks what the explorer would take with no memory (exactly what ``none``
+takes in the same round); that choice is kept with probability min(1, q/p), where p and q are its
+probabilities without and with memory, and otherwise the step draws, from a second stream, among
+the candidates memory made *more* likely, in proportion to how much more. Each distribution is
+still exactly the seeded softmax, but a memory run departs from the memoryless choice only towards
+what memory recommends or away from what it warns against; adding candidates can no longer move the
+shared random number onto a third action memory made less likely (issue #33's forward-nl case).
+The main stream is spent per action performed, not per step: after a skill performed k actions in
+one step, the next step skips k - 1 numbers, so it draws the number the memoryless episode drew at
+the same point of its action sequence.
 """
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 import random
 import zlib
@@ -121,6 +135,8 @@ class ExplorerPolicy:
         self.avoid_penalty = avoid_penalty
         self.repeat_penalty = repeat_penalty
         self._rng = random.Random(seed)
+        self._coupling = random.Random(seed)
+        self._skipped = 0
 
     @classmethod
     def from_settings(cls, settings: GuimemSettings, seed: int = 0, **_: object) -> ExplorerPolicy:
@@ -133,8 +149,10 @@ class ExplorerPolicy:
         return "explorer"
 
     def reset(self, task: Task) -> None:
-        """Reseed from (policy seed, task id, task seed)."""
+        """Reseed from (policy seed, task id, task seed); the coupling stream apart from the main one."""
         self._rng = random.Random(zlib.crc32(f"{self.seed}|{task.id}|{task.seed}".encode()))
+        self._coupling = random.Random(zlib.crc32(f"{self.seed}|{task.id}|{task.seed}|coupling".encode()))
+        self._skipped = 0
 
     def act(self, inp: PolicyInput) -> Decision:
         """Score candidates, apply memory, sample one."""
@@ -143,10 +161,12 @@ class ExplorerPolicy:
         for k, c in list(cands.items()):
             if k in done:
                 cands[k] = Candidate(c.action, c.score - self.repeat_penalty, c.why + ", repeated")
+        self._align(inp)
+        base = dict(cands)
         self._apply_memory(inp, cands, done)
         if not cands:
             return Decision(action=Action(kind=ActionKind.WAIT), thought="nothing to act on")
-        chosen = self._sample(list(cands.values()))
+        chosen = self._sample(base, cands)
         return Decision(action=chosen.action, thought=chosen.why, intent=chosen.why.split(",")[0])
 
     def _apply_memory(self, inp: PolicyInput, cands: dict[CandKey, Candidate], done: set[CandKey]) -> None:
@@ -247,7 +267,40 @@ class ExplorerPolicy:
         cands[key] = Candidate(base.action, base.score + delta, f"{base.why}, {why}")
         return key
 
-    def _sample(self, cands: list[Candidate]) -> Candidate:
-        top = max(c.score for c in cands)
-        weights = [math.exp((c.score - top) / self.temperature) for c in cands]
-        return self._rng.choices(cands, weights=weights, k=1)[0]
+    def _align(self, inp: PolicyInput) -> None:
+        """Skip one main-stream number for every action a step performed beyond its first (skill runs)."""
+        extra = sum(len(s.performed) - 1 for s in inp.history if len(s.performed) > 1)
+        for _ in range(extra - self._skipped):
+            self._rng.random()
+        self._skipped = max(extra, self._skipped)
+
+    def _softmax(self, cands: dict[CandKey, Candidate]) -> dict[CandKey, float]:
+        top = max(c.score for c in cands.values())
+        return {k: math.exp((c.score - top) / self.temperature) for k, c in cands.items()}
+
+    def _sample(self, base: dict[CandKey, Candidate], cands: dict[CandKey, Candidate]) -> Candidate:
+        """One draw of the main stream picks the memoryless choice; memory may move it (module doc)."""
+        if not base:
+            return self._draw(self._coupling, cands, self._softmax(cands))
+        p = self._softmax(base)
+        chosen = self._draw(self._rng, base, p)
+        if base == cands:
+            return chosen
+        q = self._softmax(cands)
+        key = _key(chosen.action)
+        p_total, q_total = sum(p.values()), sum(q.values())
+        p_b, q_b = p[key] / p_total, q[key] / q_total
+        if self._coupling.random() * p_b < q_b:
+            return cands[key]
+        excess = {k: max(0.0, w / q_total - p.get(k, 0.0) / p_total) for k, w in q.items()}
+        if not any(excess.values()):
+            return cands[key]
+        return self._draw(self._coupling, cands, excess)
+
+    @staticmethod
+    def _draw(rng: random.Random, cands: dict[CandKey, Candidate], weights: dict[CandKey, float]) -> Candidate:
+        """``random.choices`` with one random number: the same draw, bit for bit, as before coupling."""
+        keys = list(cands)
+        cum = list(itertools.accumulate(weights[k] for k in keys))
+        i = bisect.bisect(cum, rng.random() * cum[-1], 0, len(keys) - 1)
+        return cands[keys[i]]
