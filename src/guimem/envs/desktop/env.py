@@ -327,7 +327,10 @@ class DesktopEnv:
         if el.bounds.w > 0 and el.bounds.h > 0:
             x, y = (str(int(v)) for v in el.bounds.center)
             double = el.role is Role.LISTITEM and "activate" in node.actions
-            self._xdotool("mousemove", x, y, "click", *(("--repeat", "2", "--delay", "80") if double else ()), "1")
+            # the pause lets the app take the pointer's arrival first: the file chooser's Places ignore a
+            # click that comes with the pointer
+            self._xdotool("mousemove", x, y, "sleep", "0.15", "click",
+                          *(("--repeat", "2", "--delay", "80") if double else ()), "1")
             return None
         index = action_index(node)
         if index is None:

@@ -5,13 +5,15 @@
   behind it, and an action sent there would bypass the modality.
 - Names are stripped (mousepad's menu names carry trailing spaces); the session's home folder
   reads as ``~`` so titles do not change from one session to the next.
+- An unnamed row that can be selected (the file chooser's Places) takes the name of the label inside
+  it and can be clicked, as a person clicks "Home"; the label is then left out.
 - Refs are numbers handed out per episode by `RefTable`, stable while the element lives.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from guimem.types import Bounds, Observation, Role, UIElement
@@ -29,6 +31,7 @@ ROLES = {
 WINDOWS = frozenset({"frame", "dialog", "file chooser", "alert", "window", "color chooser", "font chooser"})
 CHECKABLE = frozenset({"check box", "radio button", "check menu item", "radio menu item"})
 SKIPPED = frozenset({"scroll bar", "separator", "menu bar", "tool bar", "status bar"})
+ROW_ROLES = frozenset({"list item"})
 PREFERRED_ACTIONS = ("click", "press", "activate", "toggle", "jump")
 
 
@@ -142,6 +145,22 @@ def _container(nodes: list[Node], index: int, home: str) -> str:
     return ""
 
 
+def _named_rows(nodes: list[Node], keep: list[int]) -> dict[int, int]:
+    """Label index → index of the unnamed selectable row it names (the first label inside the row)."""
+    rows = {i for i in keep if nodes[i].role in ROW_ROLES and not nodes[i].name.strip()
+            and "selectable" in nodes[i].states}
+    out: dict[int, int] = {}
+    for i in keep:
+        if nodes[i].role != "label" or not nodes[i].name.strip():
+            continue
+        parent = nodes[i].parent
+        while parent >= 0 and parent not in rows:
+            parent = nodes[parent].parent
+        if parent >= 0 and parent not in out.values():
+            out[i] = parent
+    return out
+
+
 def _element(node: Node, ref: str, container: str, home: str) -> UIElement | None:
     role_name = node.role
     role = ROLES.get(role_name, Role.CONTAINER)
@@ -159,7 +178,8 @@ def _element(node: Node, ref: str, container: str, home: str) -> UIElement | Non
     checked = ("checked" in states) if role_name in CHECKABLE or "checkable" in states else None
     value = node.text if role is Role.TEXTBOX else (None if node.value is None else str(node.value))
     return UIElement(ref=ref, role=role, text=text, label=name if role is Role.TEXTBOX else "",
-                     value=value, bounds=Bounds(x=x, y=y, w=w, h=h), clickable=bool(node.actions),
+                     value=value, bounds=Bounds(x=x, y=y, w=w, h=h),
+                     clickable=bool(node.actions) or (role_name in ROW_ROLES and "selectable" in states),
                      editable=editable, checked=checked, focused="focused" in states,
                      enabled="sensitive" in states or "enabled" in states, container=container)
 
@@ -181,9 +201,15 @@ def _labelled(elements: list[UIElement]) -> list[UIElement]:
 def build_screen(nodes: list[Node], refs: RefTable, app: str, home: str = "") -> Screen:
     """The screen the agent sees from the bridge's nodes."""
     keep = _visible_part(nodes)
+    named = _named_rows(nodes, keep)
+    nodes = list(nodes)
+    for label, row in named.items():
+        nodes[row] = replace(nodes[row], name=nodes[label].name)
     elements: list[UIElement] = []
     acted: dict[str, Node] = {}
     for i in keep:
+        if i in named:
+            continue
         ref = refs.ref(nodes[i].key)
         el = _element(nodes[i], ref, _container(nodes, i, home), home)
         if el is not None:
