@@ -9,10 +9,10 @@ BU_VENV := .venv-browser-use
 BROWSER_USE := browser-use==0.13.14
 EXTRAS := dev,miniwob,browsergym,hnsw,android,desktop,server,mcp,postgres,ray,llamacpp
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-# the desktop env: a display, AT-SPI, real input and two GTK apps; PyGObject (the desktop extra) builds against
+# the desktop env: a display, AT-SPI, real input and three GTK apps; PyGObject (the desktop extra) builds against
 # libgirepository1.0-dev and libcairo2-dev
 # (installed without their recommends)
-DESKTOP_PACKAGES := xvfb dbus-daemon at-spi2-core gir1.2-atspi-2.0 xdotool mousepad galculator \
+DESKTOP_PACKAGES := xvfb dbus-daemon at-spi2-core gir1.2-atspi-2.0 xdotool mousepad galculator gedit \
 	libgirepository1.0-dev libcairo2-dev pkg-config
 APT_PACKAGES := chromium chromium-driver postgresql gcc
 DEMO_OUT ?= runs/demo

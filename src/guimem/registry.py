@@ -206,7 +206,7 @@ def _default_registry() -> Registry:
                     "MiniWoB++ with an attacker's controls and text planted (the poison suite, issue 32)"),
         BackendSpec("env", "android", "guimem.envs.android:AndroidEnv.from_settings", "android", "Android over ADB"),
         BackendSpec("env", "desktop", "guimem.envs.desktop.env:DesktopEnv.from_settings", "desktop",
-                    "GTK desktop apps (galculator, mousepad) on a private Xvfb display, through AT-SPI"),
+                    "GTK desktop apps (galculator, mousepad, gedit) on a private Xvfb display, through AT-SPI"),
         BackendSpec("policy", "explorer", "guimem.agents.explorer:ExplorerPolicy.from_settings", None,
                     "deterministic offline policy"),
         BackendSpec("policy", "llm", "guimem.agents.llm:LLMPolicy.from_settings", None, "OpenAI-compatible chat model"),

@@ -11,6 +11,7 @@ import struct
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ from guimem.errors import EnvNotReadyError, SuiteError
 from guimem.registry import default_registry
 from guimem.tasks.suites import check_suite_tasks, load_suite
 from guimem.testing import check_env
-from guimem.types import Action, ActionKind, Task
+from guimem.types import Action, ActionKind, Role, Task
 from tests.envs.desktop_solutions import solve
 
 _MISSING, _FIX = missing_parts()
@@ -84,12 +85,34 @@ def test_an_unknown_task_says_what_it_might_have_meant():
         desktop_task("calc-ad")
 
 
-def test_the_desktop_suite_names_only_known_tasks_over_two_apps():
+def test_the_desktop_suite_holds_every_task_over_three_apps():
     suite = load_suite("desktop")
     check_suite_tasks(suite, "desktop")
-    assert suite.env == "desktop"
-    assert {TASKS[t].app for t in suite.task_names()} == {"galculator", "mousepad"}
-    assert set(suite.task_names()) == set(TASKS)
+    assert suite.env == "desktop" and suite.description
+    assert {TASKS[t].app for t in suite.task_names()} == {"galculator", "mousepad", "gedit"}
+    assert set(suite.task_names()) == set(TASKS) and len(TASKS) >= 15
+
+
+def test_every_task_of_the_cross_app_suite_has_its_counterpart_in_another_app():
+    suite = load_suite("desktop-cross-app")
+    check_suite_tasks(suite, "desktop")
+    assert suite.env == "desktop" and suite.description
+    names = suite.task_names()
+    subgoal = {t: t.removeprefix(TASKS[t].app + "-") for t in names}
+    for task in names:
+        others = [o for o in names if subgoal[o] == subgoal[task] and TASKS[o].app != TASKS[task].app]
+        assert others, f"{task} has no counterpart in another app"
+    seeds = {e.task: set() for e in suite.tasks}
+    for entry in suite.tasks:
+        seeds[entry.task].add(entry.seed)
+    assert len(set(map(frozenset, seeds.values()))) == 1, "counterparts run with the same seeds"
+
+
+def test_the_file_chooser_and_save_changes_dialogs_are_on_the_way_in_more_than_one_app():
+    """By their setup: a folder to save into or open from (the file chooser), a document to keep on quitting."""
+    through_chooser = {t.app for t in TASKS.values() if any(f.folder for f in t.files) or "open" in t.goal.lower()}
+    on_quitting = {t.app for t in TASKS.values() if "keeping" in t.goal}
+    assert len(through_chooser) >= 2 and len(on_quitting) >= 2
 
 
 def test_the_env_is_registered():
@@ -116,6 +139,19 @@ def test_an_open_modal_dialog_is_the_whole_screen():
     assert screen.observation.location == "Save As"
     entry = next(e for e in screen.observation.elements if e.editable)
     assert entry.label == "Name" and entry.container == "Save As"
+
+
+def test_an_unnamed_selectable_row_takes_the_name_of_its_label_and_can_be_clicked():
+    nodes = [_node("1", "file chooser", "Open Files", -1, ("showing", "sensitive", "modal"), [0, 0, 900, 700]),
+             _node("2", "list item", "", 0, ("showing", "sensitive", "selectable"), [0, 40, 150, 36]),
+             _node("3", "panel", "", 1, bounds=[10, 40, 130, 36]),
+             _node("4", "label", "Home", 2, bounds=[38, 40, 100, 36], text="Home"),
+             _node("5", "list item", "", 0, ("showing", "sensitive"), [0, 80, 150, 36]),
+             _node("6", "label", "Desktop", 4, bounds=[38, 80, 100, 36], text="Desktop")]
+    nodes = [replace(n, actions=()) for n in nodes]
+    elements = build_screen(nodes, RefTable(), "gedit").observation.elements
+    assert [(e.role, e.text, e.clickable, e.container) for e in elements if e.text in ("Home", "Desktop")] == [
+        (Role.LISTITEM, "Home", True, "Open Files"), (Role.TEXT, "Desktop", False, "Open Files")]
 
 
 def test_a_malformed_node_from_the_bridge_is_a_value_error():

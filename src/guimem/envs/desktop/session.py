@@ -29,7 +29,8 @@ log = logging.getLogger(__name__)
 
 SESSION_PREFIX = "guimem-desktop-"
 MARKER = "GUIMEM_DESKTOP_SESSION"
-APT_PACKAGES = ("xvfb", "dbus-daemon", "at-spi2-core", "gir1.2-atspi-2.0", "xdotool", "mousepad", "galculator")
+APT_PACKAGES = ("xvfb", "dbus-daemon", "at-spi2-core", "gir1.2-atspi-2.0", "xdotool", "mousepad", "galculator",
+                "gedit")
 INSTALL_HINT = "sudo apt-get install -y --no-install-recommends " + " ".join(APT_PACKAGES)
 BUS_LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
 PROGRAMS = ("Xvfb", "dbus-daemon", "at-spi-bus-launcher", "xdotool")
