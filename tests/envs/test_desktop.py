@@ -240,6 +240,49 @@ def test_check_env_passes_on_the_desktop_env():
     assert _gone(_own(folder)) == []
 
 
+def test_confine_lets_a_program_write_only_beneath_the_folder_it_names(tmp_path):
+    from guimem.envs.desktop.confine import landlock_abi
+
+    if not landlock_abi():
+        pytest.skip("this kernel has no Landlock")
+    inside = tmp_path / "session"
+    inside.mkdir()
+    script = (f"echo a > {inside}/in.txt; echo b > {tmp_path}/out.txt; echo c > /dev/null && echo null-ok; "
+              f"mv {inside}/in.txt {tmp_path}/moved.txt; cat {inside}/in.txt")
+    confine = ROOT / "src/guimem/envs/desktop/confine.py"
+    done = subprocess.run([sys.executable, str(confine), str(inside), "--", "sh", "-c", script],
+                          capture_output=True, text=True, timeout=30)
+    assert done.stdout.split() == ["null-ok", "a"]
+    assert (inside / "in.txt").exists()
+    assert not (tmp_path / "out.txt").exists() and not (tmp_path / "moved.txt").exists()
+    assert done.stderr.count("Permission denied") == 2
+
+
+@pytest.mark.desktop
+@requires_desktop
+def test_an_app_cannot_save_outside_its_session(env, tmp_path):
+    """The file chooser reaches the whole disk: a Save As to a path outside the session's home fails."""
+    from guimem.envs.desktop.confine import landlock_abi
+    from tests.envs.desktop_solutions import editor, tap, type_into, wait_for
+
+    if not landlock_abi():
+        pytest.skip("this kernel has no Landlock")
+    outside = tmp_path / "outside.txt"
+    obs = env.reset(_task("mousepad-save-home", seed=1))
+    obs = type_into(env, obs, editor(obs), "escaped")
+    obs = tap(env, obs, "File", Role.MENUITEM)
+    obs = tap(env, obs, "Save As", Role.MENUITEM)
+    obs, _ = wait_for(env, obs, "Name:", Role.TEXT)
+    entry = next(e for e in obs.elements if e.role is Role.TEXTBOX)
+    obs = type_into(env, obs, entry, str(outside))
+    time.sleep(0.3)
+    obs = tap(env, obs, "Save", Role.BUTTON)
+    for _ in range(6):
+        obs = env.step(Action(kind=ActionKind.WAIT)).observation
+    assert not outside.exists()
+    assert not any(p.read_text() == "escaped" for p in env.home.rglob("*.txt"))
+
+
 def test_a_png_is_written_from_an_xwd_framebuffer(tmp_path):
     import zlib
 

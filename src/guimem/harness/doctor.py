@@ -153,6 +153,7 @@ def _tokens(settings: GuimemSettings) -> str:
 def _desktop(live: bool) -> Check:
     """The desktop env's display stack (optional): its programs and PyGObject, and with ``live`` a private
     display, its buses and the AT-SPI bridge really started and stopped."""
+    from guimem.envs.desktop.confine import landlock_abi
     from guimem.envs.desktop.env import DesktopEnv, missing_parts
 
     name = "desktop display stack"
@@ -160,7 +161,9 @@ def _desktop(live: bool) -> Check:
     if missing:
         return Check(name=name, ok=False, required=False, detail=f"{', '.join(missing)}: not installed", fix=fix)
     if not live:
-        return Check(name=name, ok=True, required=False, detail="Xvfb, dbus, AT-SPI, xdotool, apps, PyGObject found")
+        return Check(name=name, ok=True, required=False, detail="Xvfb, dbus, AT-SPI, xdotool, apps, PyGObject found; "
+                     + ("apps write only in their session (Landlock)" if landlock_abi() else
+                        "no Landlock in this kernel: apps can write outside their session"))
 
     def start() -> str:
         env = DesktopEnv()

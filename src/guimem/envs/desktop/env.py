@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from guimem.envs.base import Transition
+from guimem.envs.desktop.confine import landlock_abi
 from guimem.envs.desktop.observation import Node, RefTable, Screen, action_index, build_screen
 from guimem.envs.desktop.screenshot import save_screenshot
 from guimem.envs.desktop.session import INSTALL_HINT, PROGRAMS, DesktopSession, binary, read_line
@@ -57,6 +58,7 @@ KEYS = {
 PYGOBJECT_HINT = ("pip install 'guimem[desktop]' (PyGObject; it builds against Debian's "
                   "libgirepository1.0-dev libcairo2-dev pkg-config gcc)")
 _BRIDGE = Path(__file__).with_name("bridge.py")
+_CONFINE = Path(__file__).with_name("confine.py")
 
 
 def missing_parts() -> tuple[list[str], str | None]:
@@ -116,6 +118,9 @@ class DesktopEnv:
         self._screen: Screen | None = None
         self._shot_prefix = uuid.uuid4().hex[:8]  # envs sharing a folder (workers) never overwrite each other
         self._shots = 0
+        self._landlock = landlock_abi() > 0
+        if not self._landlock:
+            log.warning("this kernel has no Landlock: desktop apps can write outside their session's folder")
 
     @classmethod
     def from_settings(cls, settings: GuimemSettings | None = None, screenshots_dir: Path | None = None) -> DesktopEnv:
@@ -217,8 +222,16 @@ class DesktopEnv:
         self._task = task.model_copy(update={"goal": fill(spec.goal, params), "params": params, "app": spec.app})
         self._spec = spec
         self._refs.clear()
-        self._app = self.session.launch(app_argv(spec, self.home, params), cwd=self.home)
+        self._app = self.session.launch(self._confined(app_argv(spec, self.home, params)), cwd=self.home)
         return self._wait_for_window(APPS[spec.app].window)
+
+    def _confined(self, argv: list[str]) -> list[str]:
+        """``argv`` started so that the app may write only inside the session's folder (`confine.py`): the
+        file chooser reaches the whole disk, and an agent that saves outside its home must not overwrite
+        a real file. Without Landlock in the kernel, the app runs unconfined (with a warning)."""
+        if not self._landlock:
+            return argv
+        return [sys.executable, str(_CONFINE), str(self.session.folder), "--", *argv]
 
     def _clean_home(self) -> None:
         for child in self.home.iterdir():

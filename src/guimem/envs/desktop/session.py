@@ -209,11 +209,13 @@ class DesktopSession:
             raise
 
     def _base_env(self, folder: Path) -> dict[str, str]:
-        runtime, home = folder / "run", folder / "home"
+        runtime, home, tmp = folder / "run", folder / "home", folder / "tmp"
         runtime.mkdir(mode=0o700)
         home.mkdir()
+        tmp.mkdir()
         keep = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ")}
-        return {**keep, "HOME": str(home), "XDG_RUNTIME_DIR": str(runtime), "XDG_CONFIG_HOME": str(home / ".config"),
+        return {**keep, "HOME": str(home), "TMPDIR": str(tmp), "XDG_RUNTIME_DIR": str(runtime),
+                "XDG_CONFIG_HOME": str(home / ".config"),
                 "XDG_DATA_HOME": str(home / ".local/share"), "XDG_CACHE_HOME": str(home / ".cache"),
                 "GSETTINGS_BACKEND": "memory", "GTK_USE_PORTAL": "0", "GDK_BACKEND": "x11",
                 "LANG": os.environ.get("LANG", "C.UTF-8"), MARKER: str(folder)}
