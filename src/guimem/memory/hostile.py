@@ -249,6 +249,7 @@ def acted_on_hostile(trajectory: Trajectory) -> Finding | None:
     for step in trajectory.steps:
         actions = step.performed or (step.action,)
         obs = step.observation
+        pointing = hostile + directed(obs, site)
         for action in actions:
             if not action.is_ui:
                 continue
@@ -261,9 +262,9 @@ def acted_on_hostile(trajectory: Trajectory) -> Finding | None:
             if _bounds_known(obs) and _unseen(el):
                 return Finding("acted on a hidden, zero-size or off-screen element", el.name)
             name = normalise(el.name)
-            for f in hostile:
-                if len(name) >= 3 and name in normalise(f.span):
-                    return Finding(f"acted on a control hostile page text points at ({f.reason})", f.span)
+            for f in pointing:
+                if len(name) >= MIN_NAME and name in normalise(f.span):
+                    return Finding(f"acted on a control page text points at ({f.reason})", f.span)
     if hostile:
         return Finding(f"its pages carry text that addresses the agent ({hostile[0].reason})", hostile[0].span)
     return None
@@ -273,6 +274,42 @@ def hostile_on_screen(observation: Observation, site: str = "") -> list[Finding]
     """The hostile texts of one screen (each distinct text screened once per process, then cached)."""
     texts = dict.fromkeys(t[:MAX_SCREENED] for el in observation.elements for t in (el.label, el.text) if t)
     return [f for f in (_screened(t, site) for t in texts) if f is not None]
+
+
+MIN_NAME = 3
+"""A control name shorter than this (normalised) is too common a string to say which control text names."""
+
+
+def _names_in(text: str, names: Iterable[str]) -> list[str]:
+    return [n for n in names if n in text and re.search(r"(?<!\w)" + re.escape(n) + r"(?!\w)", text)]
+
+
+def directed(observation: Observation, goal: str = "") -> list[Finding]:
+    """Page text that tells its reader to use a control the task's goal does not name.
+
+    Such a text is not a control (nor a control's own label or text), addresses the reader, and names a
+    control of the screen by its whole name. The page, not the task, chose that control: an instruction
+    planted beside a benign-looking control ("Confirm password", a lookalike of the page's own field) reads
+    like this whatever its phrasing, and so does an ordinary page's "press Continue". Memory neither learns
+    from an episode that acted on such a control nor replays an action on one, unless the goal names the
+    control too (then the task chose it as well). Not hostile by itself: an episode whose pages carry such
+    text but that never used the control is learned from as usual.
+    """
+    wanted = normalise(goal)
+    names = {norm for el in observation.elements if el.clickable or el.editable for n in (el.label, el.text)
+             if len(norm := normalise(n or "")) >= MIN_NAME and norm not in wanted}
+    if not names:
+        return []
+    out: list[Finding] = []
+    for el in observation.elements:
+        if el.editable or el.clickable or not el.text:  # a control's own text says what it is, not what to do
+            continue
+        text = normalise(el.text[:MAX_SCREENED])
+        named = [n for n in _names_in(text, names) if n != text]
+        if named and _TO_READER.search(text):
+            out.append(Finding(f"page text directs the reader to a control the goal does not name ({named[0][:40]})",
+                               " ".join(el.text[:MAX_SCREENED].split())))
+    return out
 
 
 def steered(behaviour: Behaviour, observation: Observation, params: dict[str, str], site: str = "",
@@ -291,8 +328,7 @@ def steered(behaviour: Behaviour, observation: Observation, params: dict[str, st
             n = normalise(name)
             for f in hostile:
                 if len(n) >= 3 and "{" not in n and n in normalise(f.span):
-                    return Finding(f"points at a control hostile page text on this screen names ({f.reason})",
-                                   f.span)
+                    return Finding(f"points at a control page text on this screen names ({f.reason})", f.span)
         for el in bound.matches(observation, {}):
             found = screen_spans((el.label, el.text), control=True, site=site)
             if found is not None:

@@ -14,6 +14,7 @@ from guimem.memory.generalise import OTHER_VALUE, TaskScreen, fields_hold, serve
 from guimem.memory.hostile import (
     QUOTE_CLOSE,
     QUOTE_OPEN,
+    directed,
     hostile_on_screen,
     page_spans,
     quote_spans,
@@ -207,7 +208,8 @@ def guard(items: list[InjectedItem], defences: Defences, observation: Observatio
     shown: list[InjectedItem] = []
     kept: list[str] = []
     site = task.goal if task is not None else ""
-    hostile = hostile_on_screen(observation, site) if observation is not None and defences.quarantine else []
+    hostile = hostile_on_screen(observation, site) + directed(observation, site) \
+        if observation is not None and defences.quarantine else []
     for item in items:
         page = tuple(dict.fromkeys((*item.page, *page_spans(item.behaviour))))
         reason = item.quarantine
