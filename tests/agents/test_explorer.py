@@ -129,3 +129,33 @@ def test_a_warning_moves_a_choice_only_off_the_warned_action():
     with_warning = decide(obs, env.task, procedure(submit, avoid=True), n=200)
     changed = [(a, b) for a, b in zip(without, with_warning, strict=True) if a != b]
     assert changed and all(a.kind is ActionKind.TAP and a.ref == ref for a, _ in changed)
+
+
+def test_a_skill_that_performed_nothing_leaves_the_next_draw_where_the_memoryless_one_is():
+    """A run_skill step that stopped before acting changed nothing on the page: the next step draws the very
+    number the memoryless episode draws at this point (before, it drew the one after, as #33's shift did)."""
+    from guimem.types import Step
+
+    env, obs = setup()
+    skill_step = Step(index=0, observation=obs, action=Action(kind=ActionKind.RUN_SKILL, skill="log_in"), performed=())
+    for seed in range(30):
+        alone = ExplorerPolicy(seed=seed)
+        alone.reset(env.task)
+        first = alone.act(PolicyInput(task=env.task, observation=obs, injection=Injection())).action
+        p = ExplorerPolicy(seed=seed)
+        p.reset(env.task)
+        p.act(PolicyInput(task=env.task, observation=obs, injection=Injection()))  # drew for the skill run below
+        again = p.act(PolicyInput(task=env.task, observation=obs, history=(skill_step,), injection=Injection()))
+        assert again.action == first
+
+
+def test_a_warning_never_makes_an_action_that_is_not_a_candidate():
+    """On a screen with nothing to act on the explorer waits; a warning against an action there must not make
+    that action a candidate (and, coupled, the only one)."""
+    from guimem.types import Observation, UIElement
+
+    obs = Observation(app="form", elements=(UIElement(ref="1", role=Role.TEXT, text="Nothing to do here"),))
+    task = Task(id="form", goal="Press Enter", app="form", seed=1)
+    enter = Action(kind=ActionKind.KEY, key="Enter")
+    for a in decide(obs, task, procedure(enter, avoid=True), n=10):
+        assert a.kind is ActionKind.WAIT

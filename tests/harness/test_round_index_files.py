@@ -56,3 +56,20 @@ def test_a_run_folder_of_format_version_1_resumes(tmp_path):
     after = [json.loads(x) for x in run.results_file.read_text().splitlines()]
     assert len(after) > len(lines)  # the old lines are kept as they were, the resumed ones are version 2
     assert all("round" in x for x in after[:len(lines)]) and all("round_index" in x for x in after[len(lines):])
+
+
+def test_a_run_made_before_the_coupled_explorer_draw_does_not_resume_with_it(tmp_path):
+    """A run_spec.json without ``policy_draw`` was written by the independent draw; resuming it would mix the
+    two draws in one run's memory figures, so it is refused, and the message names the field."""
+    import pytest
+
+    from guimem.errors import ConfigError
+
+    assert Evaluation(spec(methods=["graph"]), tmp_path, settings(), stop_after=4).run() is None
+    run = RunDir(tmp_path)
+    raw = json.loads(run.spec_file.read_text())
+    assert raw.pop("policy_draw") == "coupled"
+    run.spec_file.write_text(json.dumps(raw))
+    assert run.load_spec().policy_draw == "independent"
+    with pytest.raises(ConfigError, match="differs in: policy_draw"):
+        Evaluation(spec(methods=["graph"]), tmp_path, settings()).run()

@@ -15,8 +15,9 @@ still exactly the seeded softmax, but a memory run departs from the memoryless c
 what memory recommends or away from what it warns against; adding candidates can no longer move the
 shared random number onto a third action memory made less likely (issue #33's forward-nl case).
 The main stream is spent per action performed, not per step: after a skill performed k actions in
-one step, the next step skips k - 1 numbers, so it draws the number the memoryless episode drew at
-the same point of its action sequence.
+one step, the next step skips k - 1 numbers (and after a skill that performed nothing, it draws the
+same number again), so it draws the number the memoryless episode drew at the same point of its
+action sequence, as long as the two episodes have done the same so far.
 """
 
 from __future__ import annotations
@@ -135,8 +136,10 @@ class ExplorerPolicy:
         self.avoid_penalty = avoid_penalty
         self.repeat_penalty = repeat_penalty
         self._rng = random.Random(seed)
-        self._coupling = random.Random(seed)
-        self._skipped = 0
+        self._coupling = random.Random(zlib.crc32(f"{seed}|coupling".encode()))
+        self._numbers: list[float] = []  # the main stream's numbers drawn so far
+        self._position = 0  # which of them the next draw uses
+        self._advance = 0  # how far the last step moves it (1 a draw, k a skill of k actions, 0 no draw)
 
     @classmethod
     def from_settings(cls, settings: GuimemSettings, seed: int = 0, **_: object) -> ExplorerPolicy:
@@ -152,7 +155,7 @@ class ExplorerPolicy:
         """Reseed from (policy seed, task id, task seed); the coupling stream apart from the main one."""
         self._rng = random.Random(zlib.crc32(f"{self.seed}|{task.id}|{task.seed}".encode()))
         self._coupling = random.Random(zlib.crc32(f"{self.seed}|{task.id}|{task.seed}|coupling".encode()))
-        self._skipped = 0
+        self._numbers, self._position, self._advance = [], 0, 0
 
     def act(self, inp: PolicyInput) -> Decision:
         """Score candidates, apply memory, sample one."""
@@ -263,16 +266,26 @@ class ExplorerPolicy:
         if concrete is None:
             return None
         key = _key(concrete)
+        if key not in cands and delta < 0:
+            return None  # a warning against an action that is not a candidate here must not make it one
         base = cands.get(key, Candidate(concrete, 0.0, concrete.describe()))
         cands[key] = Candidate(base.action, base.score + delta, f"{base.why}, {why}")
         return key
 
     def _align(self, inp: PolicyInput) -> None:
-        """Skip one main-stream number for every action a step performed beyond its first (skill runs)."""
-        extra = sum(len(s.performed) - 1 for s in inp.history if len(s.performed) > 1)
-        for _ in range(extra - self._skipped):
-            self._rng.random()
-        self._skipped = max(extra, self._skipped)
+        """Move to the main-stream number of this point of the action sequence: one on after a drawn step,
+        k on after a skill that performed k actions (none after one that performed nothing)."""
+        last = inp.history[-1] if inp.history else None
+        if last is not None and last.action.kind is ActionKind.RUN_SKILL and self._advance:
+            self._advance = len(last.performed)
+        self._position += self._advance
+        self._advance = 0
+
+    def _main(self) -> float:
+        while len(self._numbers) <= self._position:
+            self._numbers.append(self._rng.random())
+        self._advance = 1
+        return self._numbers[self._position]
 
     def _softmax(self, cands: dict[CandKey, Candidate]) -> dict[CandKey, float]:
         top = max(c.score for c in cands.values())
@@ -281,9 +294,9 @@ class ExplorerPolicy:
     def _sample(self, base: dict[CandKey, Candidate], cands: dict[CandKey, Candidate]) -> Candidate:
         """One draw of the main stream picks the memoryless choice; memory may move it (module doc)."""
         if not base:
-            return self._draw(self._coupling, cands, self._softmax(cands))
+            return self._draw(self._coupling.random(), cands, self._softmax(cands))
         p = self._softmax(base)
-        chosen = self._draw(self._rng, base, p)
+        chosen = self._draw(self._main(), base, p)
         if base == cands:
             return chosen
         q = self._softmax(cands)
@@ -295,12 +308,12 @@ class ExplorerPolicy:
         excess = {k: max(0.0, w / q_total - p.get(k, 0.0) / p_total) for k, w in q.items()}
         if not any(excess.values()):
             return cands[key]
-        return self._draw(self._coupling, cands, excess)
+        return self._draw(self._coupling.random(), cands, excess)
 
     @staticmethod
-    def _draw(rng: random.Random, cands: dict[CandKey, Candidate], weights: dict[CandKey, float]) -> Candidate:
-        """``random.choices`` with one random number: the same draw, bit for bit, as before coupling."""
+    def _draw(u: float, cands: dict[CandKey, Candidate], weights: dict[CandKey, float]) -> Candidate:
+        """``random.choices`` with the random number ``u``: the same draw, bit for bit, as before coupling."""
         keys = list(cands)
         cum = list(itertools.accumulate(weights[k] for k in keys))
-        i = bisect.bisect(cum, rng.random() * cum[-1], 0, len(keys) - 1)
+        i = bisect.bisect(cum, u * cum[-1], 0, len(keys) - 1)
         return cands[keys[i]]

@@ -17,6 +17,7 @@ import time
 import uuid
 from importlib import metadata
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
@@ -73,6 +74,10 @@ class EvalSpec(BaseModel):
     """The round (counted from 1) from which the env shows UI version ``drift_to`` (`guimem.envs.drift`); 0: never."""
     drift_to: str = Field(default="v1", pattern=r"^v\d{1,3}$")
     """The UI version shown from ``drift_at`` on."""
+    policy_draw: Literal["coupled", "independent"] = "coupled"
+    """How the ``explorer`` draws: ``coupled`` to the draw it makes without memory (since 66e7061,
+    `guimem.agents.explorer`). A run_spec.json without this field was written by the earlier, ``independent``
+    draw, so such a run does not resume with the coupled one (its memory methods' episodes would mix draws)."""
     versions: dict[str, str] = Field(default_factory=package_versions)
     created_at: float = Field(default_factory=time.time)
     machine: str = Field(default_factory=lambda: f"{platform.machine()} {os.cpu_count()} cores")
@@ -82,7 +87,7 @@ class EvalSpec(BaseModel):
         return self.model_dump(mode="json", include={"env", "suite", "rounds", "methods", "policy", "policy_seed",
                                                      "context", "memory", "embedder", "llm", "max_steps",
                                                      "store", "learned_on", "attacks", "drift_at",
-                                                     "drift_to"})
+                                                     "drift_to", "policy_draw"})
 
     def ui_version(self, round_index: int) -> str:
         """The UI version round ``round_index`` (0-based) shows: empty without drift."""
@@ -207,8 +212,10 @@ class RunDir:
         self.path.mkdir(parents=True, exist_ok=True)
         if self.spec_file.exists():
             existing = self.load_spec()
-            if existing.identity() != spec.identity():
-                raise ConfigError(f"{self.path} holds a different run (its run_spec.json does not match)",
+            theirs, ours = existing.identity(), spec.identity()
+            if theirs != ours:
+                differ = ", ".join(k for k in ours if theirs.get(k) != ours[k])
+                raise ConfigError(f"{self.path} holds a different run (its run_spec.json differs in: {differ})",
                                   suggestion="use a new --out folder, or the same options as that run")
             return existing
         write_atomic(self.spec_file, spec.model_dump_json(indent=2))
@@ -217,8 +224,11 @@ class RunDir:
     def load_spec(self) -> EvalSpec:
         """Read ``run_spec.json``."""
         try:
-            return EvalSpec.model_validate_json(self.spec_file.read_text())
-        except (OSError, ValidationError) as exc:
+            data = json.loads(self.spec_file.read_text())
+            if isinstance(data, dict):
+                data.setdefault("policy_draw", "independent")  # written before the field existed
+            return EvalSpec.model_validate(data)
+        except (OSError, ValidationError, json.JSONDecodeError) as exc:
             raise DataError(f"cannot read run spec: {exc}", path=str(self.spec_file)) from None
 
     def results(self) -> list[EpisodeResult]:
