@@ -25,6 +25,8 @@ MAX_SCREENED = 2_000
 """Characters of one span that are screened (the rest cannot make it less hostile)."""
 CONTROL_CHARS = 60
 CONTROL_WORDS = 10
+MIN_NAME = 3
+"""A control name shorter than this (normalised) is too common a string to say which control text names."""
 """A control's label longer than this is not a label: it is text written to be read."""
 
 _INVISIBLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e"
@@ -109,6 +111,8 @@ class Finding:
 
     reason: str
     span: str
+    controls: tuple[str, ...] = ()
+    """The controls (normalised names) the span directs the reader to, for `directed` text; empty otherwise."""
 
     def __str__(self) -> str:
         return f"{self.reason}: {self.span[:80]!r}"
@@ -117,11 +121,15 @@ class Finding:
 def normalise(text: str) -> str:
     """The forms hostile text hides behind, undone: compatibility forms (full-width, ligatures),
     invisible characters, letters spaced or dotted apart, digits for letters; case-folded."""
+    return _plain(text).casefold()
+
+
+def _plain(text: str) -> str:
+    """`normalise` but for the case."""
     out = unicodedata.normalize("NFKC", text[:MAX_SCREENED])
     out = _INVISIBLE.sub("", out)
     out = _SPACED.sub(lambda m: re.sub(r"[\s.\-_*·|]", "", m.group(0)), out)
-    out = " ".join(out.split()).casefold()
-    return out
+    return " ".join(out.split())
 
 
 def _deleet(text: str) -> str:
@@ -236,10 +244,19 @@ def _screened(text: str, site: str) -> Finding | None:
     return screen(text, site=site)
 
 
+def _points_at(finding: Finding, name: str) -> bool:
+    """Does ``finding`` point at the control named ``name`` (normalised)? Text that directs the reader names
+    its controls (`Finding.controls`); hostile text points at any control whose name it carries."""
+    if len(name) < MIN_NAME:
+        return False
+    return name in finding.controls if finding.controls else name in normalise(finding.span)
+
+
 def acted_on_hostile(trajectory: Trajectory) -> Finding | None:
     """Whether an episode must not be learned from, and why: a step acted on an element that is itself
     hostile, hidden, zero-size or off-screen, or that hostile text on one of the episode's screens names
-    (a benign-looking control an instruction points at); or, failing those, any of its screens carries
+    (a benign-looking control an instruction points at), or that page text there directs the reader to
+    while the goal does not name it (`directed`); or, failing those, any of its screens carries
     text that addresses the agent at all — such text may point at a control without naming it (by its
     address, its colour, its place), so nothing the episode did is trusted (it fails closed)."""
     site = trajectory.task.goal
@@ -263,7 +280,7 @@ def acted_on_hostile(trajectory: Trajectory) -> Finding | None:
                 return Finding("acted on a hidden, zero-size or off-screen element", el.name)
             name = normalise(el.name)
             for f in pointing:
-                if len(name) >= MIN_NAME and name in normalise(f.span):
+                if _points_at(f, name):
                     return Finding(f"acted on a control page text points at ({f.reason})", f.span)
     if hostile:
         return Finding(f"its pages carry text that addresses the agent ({hostile[0].reason})", hostile[0].span)
@@ -276,40 +293,61 @@ def hostile_on_screen(observation: Observation, site: str = "") -> list[Finding]
     return [f for f in (_screened(t, site) for t in texts) if f is not None]
 
 
-MIN_NAME = 3
-"""A control name shorter than this (normalised) is too common a string to say which control text names."""
+_DIRECTS = re.compile(
+    r"\b(?:you|your|yours|yourself|please|kindly|click|press|tap|type|enter|select|choose|use|fill|repeat|confirm"
+    r"|open|submit|check|visit|go to|follow|proceed|continue|must|need to|should|make sure|be sure"
+    r"|bitte|veuillez|vous|votre|por favor|usted|per favore|пожалуйста|вы|ваш\w*)\b|请|您",
+    re.IGNORECASE)
+"""What makes a page text speak to its reader, for `directed` (narrower than the screen's: no bare pronouns of
+other languages that are also articles, no "u")."""
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+)$")
 
 
-def _names_in(text: str, names: Iterable[str]) -> list[str]:
-    return [n for n in names if n in text and re.search(r"(?<!\w)" + re.escape(n) + r"(?!\w)", text)]
+def _names(text: str, name: str) -> bool:
+    """Does ``text`` name the control ``name`` (both `_plain`)? A name of several words, in any case; a name of
+    one word, as written and not as a sentence's first word (an ordinary "save" or "Email" in a sentence is a
+    word, not the control)."""
+    if " " in name:
+        return re.search(r"(?<!\w)" + re.escape(name.casefold()) + r"(?!\w)", text.casefold()) is not None
+    return any(not _SENTENCE_START.search(text[:m.start()])
+               for m in re.finditer(r"(?<!\w)" + re.escape(name) + r"(?!\w)", text))
 
 
 def directed(observation: Observation, goal: str = "") -> list[Finding]:
     """Page text that tells its reader to use a control the task's goal does not name.
 
-    Such a text is not a control (nor a control's own label or text), addresses the reader, and names a
-    control of the screen by its whole name. The page, not the task, chose that control: an instruction
-    planted beside a benign-looking control ("Confirm password", a lookalike of the page's own field) reads
-    like this whatever its phrasing, and so does an ordinary page's "press Continue". Memory neither learns
-    from an episode that acted on such a control nor replays an action on one, unless the goal names the
-    control too (then the task chose it as well). Not hostile by itself: an episode whose pages carry such
-    text but that never used the control is learned from as usual.
+    Such a text is not a control (nor a control's own label or text), speaks to the reader, and names a
+    control of the screen (`_names`). The page, not the task, chose that control: an instruction planted
+    beside a benign-looking control ("Confirm password", a lookalike of the page's own field) reads like this
+    whatever its phrasing, and so does an ordinary page's "By clicking Sign up, you agree". Memory neither
+    learns from an episode that acted on such a control nor replays an action on it, unless the goal names
+    the control too (then the task chose it as well); the finding lists the controls (`Finding.controls`),
+    and only those are held back. Not hostile by itself: an episode whose pages carry such text but that never
+    used those controls is learned from as usual.
     """
+    names = tuple(sorted({_plain(n) for el in observation.elements if el.clickable or el.editable
+                          for n in (el.label, el.text) if n}))
+    texts = tuple(dict.fromkeys(el.text for el in observation.elements
+                                if el.text and not (el.clickable or el.editable)))
+    return list(_directed(texts, names, goal))
+
+
+@lru_cache(maxsize=1024)
+def _directed(texts: tuple[str, ...], names: tuple[str, ...], goal: str) -> tuple[Finding, ...]:
     wanted = normalise(goal)
-    names = {norm for el in observation.elements if el.clickable or el.editable for n in (el.label, el.text)
-             if len(norm := normalise(n or "")) >= MIN_NAME and norm not in wanted}
+    names = tuple(n for n in names if len(normalise(n)) >= MIN_NAME
+                  and not re.search(r"(?<!\w)" + re.escape(normalise(n)) + r"(?!\w)", wanted))
     if not names:
-        return []
+        return ()
     out: list[Finding] = []
-    for el in observation.elements:
-        if el.editable or el.clickable or not el.text:  # a control's own text says what it is, not what to do
-            continue
-        text = normalise(el.text[:MAX_SCREENED])
-        named = [n for n in _names_in(text, names) if n != text]
-        if named and _TO_READER.search(text):
+    for raw in texts:
+        text = _plain(raw)
+        folded = text.casefold()
+        named = tuple(normalise(n) for n in names if n.casefold() in folded and n != text and _names(text, n))
+        if named and _DIRECTS.search(text):
             out.append(Finding(f"page text directs the reader to a control the goal does not name ({named[0][:40]})",
-                               " ".join(el.text[:MAX_SCREENED].split())))
-    return out
+                               " ".join(raw[:MAX_SCREENED].split()), controls=named))
+    return tuple(out)
 
 
 def steered(behaviour: Behaviour, observation: Observation, params: dict[str, str], site: str = "",
@@ -327,7 +365,7 @@ def steered(behaviour: Behaviour, observation: Observation, params: dict[str, st
         for name in (bound.label, bound.text):
             n = normalise(name)
             for f in hostile:
-                if len(n) >= 3 and "{" not in n and n in normalise(f.span):
+                if "{" not in n and _points_at(f, n):
                     return Finding(f"points at a control page text on this screen names ({f.reason})", f.span)
         for el in bound.matches(observation, {}):
             found = screen_spans((el.label, el.text), control=True, site=site)
