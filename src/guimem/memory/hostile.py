@@ -303,14 +303,21 @@ other languages that are also articles, no "u")."""
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+)$")
 
 
-def _names(text: str, name: str) -> bool:
-    """Does ``text`` name the control ``name`` (both `_plain`)? A name of several words, in any case; a name of
-    one word, as written and not as a sentence's first word (an ordinary "save" or "Email" in a sentence is a
-    word, not the control)."""
+def _name_pattern(name: str) -> re.Pattern[str]:
+    """How text names the control ``name`` (`_plain`): a name of several words in any case; a name of one
+    word as written, not as a sentence's first word (an ordinary "save" or "Email" in a sentence is a word,
+    not the control)."""
     if " " in name:
-        return re.search(r"(?<!\w)" + re.escape(name.casefold()) + r"(?!\w)", text.casefold()) is not None
-    return any(not _SENTENCE_START.search(text[:m.start()])
-               for m in re.finditer(r"(?<!\w)" + re.escape(name) + r"(?!\w)", text))
+        return re.compile(r"(?<!\w)" + re.escape(name) + r"(?!\w)", re.IGNORECASE)
+    return re.compile(r"(?<!\w)" + re.escape(name) + r"(?!\w)")
+
+
+def _names(text: str, name: str, pattern: re.Pattern[str] | None = None) -> bool:
+    """Does ``text`` name the control ``name`` (both `_plain`), by `_name_pattern`?"""
+    pattern = pattern or _name_pattern(name)
+    if " " in name:
+        return pattern.search(text) is not None
+    return any(not _SENTENCE_START.search(text[:m.start()]) for m in pattern.finditer(text))
 
 
 def directed(observation: Observation, goal: str = "") -> list[Finding]:
@@ -335,15 +342,16 @@ def directed(observation: Observation, goal: str = "") -> list[Finding]:
 @lru_cache(maxsize=1024)
 def _directed(texts: tuple[str, ...], names: tuple[str, ...], goal: str) -> tuple[Finding, ...]:
     wanted = normalise(goal)
-    names = tuple(n for n in names if len(normalise(n)) >= MIN_NAME
-                  and not re.search(r"(?<!\w)" + re.escape(normalise(n)) + r"(?!\w)", wanted))
-    if not names:
+    candidates = [(n, n.casefold(), norm, _name_pattern(n)) for n in names if len(norm := normalise(n)) >= MIN_NAME
+                  and not re.search(r"(?<!\w)" + re.escape(norm) + r"(?!\w)", wanted)]
+    if not candidates:
         return ()
     out: list[Finding] = []
     for raw in texts:
         text = _plain(raw)
         folded = text.casefold()
-        named = tuple(normalise(n) for n in names if n.casefold() in folded and n != text and _names(text, n))
+        named = tuple(norm for n, fold, norm, pattern in candidates
+                      if fold in folded and n != text and _names(text, n, pattern))
         if named and _DIRECTS.search(text):
             out.append(Finding(f"page text directs the reader to a control the goal does not name ({named[0][:40]})",
                                " ".join(raw[:MAX_SCREENED].split()), controls=named))
