@@ -56,3 +56,21 @@ def test_the_actions_a_skill_took_before_its_next_target_was_gone_are_not_failur
     assert traj.outcome.success
     (proc,) = OfflineProposer(OfflineContractParser()).propose(traj, 0)
     assert [a.kind for a in proc.behaviour.actions][:2] == [ActionKind.TYPE, ActionKind.TYPE], proc.content
+
+
+def test_a_step_that_idly_repeats_the_one_before_it_is_in_no_skill():
+    """The second tap on a sender whose e-mail the first tap opened changes nothing; a skill holding it ("tap
+    {by}; tap {by}; tap {by}") replays no-ops on whatever screen it meets (a `families` harm, issue #28). Typing the
+    username twice is the same on the form: no induced window holds the repeat, and the other windows stay."""
+    from guimem.memory.generalise import idle_repeats
+    from guimem.memory.skills.induce import induce
+
+    task = Task(id="form", goal="", app="form", seed=4, max_steps=6)
+    twice = run_episode(FormEnv(), ScriptedPolicy([USER, USER, PASS, LOGIN]), task)
+    once = run_episode(FormEnv(), ScriptedPolicy([USER, PASS, LOGIN]), task)
+    assert twice.outcome.success and once.outcome.success
+    assert idle_repeats(performed_actions(twice), twice.task) == {1}
+    assert idle_repeats(performed_actions(once), once.task) == set()
+    kinds = [[(a.kind, a.selector.label or a.selector.text) for a in c.program.steps] for c in induce(twice)]
+    assert kinds == [[(ActionKind.TYPE, "password"), (ActionKind.TAP, "Login")]]
+    assert len(induce(once)) == 3  # username-password, password-Login, all three

@@ -373,6 +373,19 @@ def direct_path(performed: Sequence[StepT], task: Task) -> list[StepT]:
     return path
 
 
+def idle_repeats(performed: Sequence[Performed], task: Task) -> set[int]:
+    """The positions of steps that repeat the step before them (the same action template) and left the screen as
+    it was (`_situation`): the second tap on a sender whose e-mail the first tap opened. Such a step is no part
+    of a routine, and a skill that contains one replays it on whatever screen it meets."""
+    out: set[int] = set()
+    for i in range(1, len(performed)):
+        p, prev = performed[i], performed[i - 1]
+        if generalise_action(p.action, task) == generalise_action(prev.action, task) \
+                and _situation(p.before, task) == _situation(p.after, task):
+            out.add(i)
+    return out
+
+
 def describe_templates(actions: tuple[Action, ...] | list[Action]) -> str:
     """Readable one-line description of a template sequence."""
     return "; ".join(a.describe() for a in actions)

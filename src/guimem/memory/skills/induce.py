@@ -13,6 +13,7 @@ from guimem.memory.generalise import (
     filled_fields,
     generalise_action,
     goal_verb,
+    idle_repeats,
     performed_actions,
     state_masks,
     state_text,
@@ -67,15 +68,16 @@ def describe(program: SkillProgram, traj: Trajectory, first: Performed) -> str:
 
 def induce(traj: Trajectory, lengths: tuple[int, ...] = WINDOW_LENGTHS) -> list[Candidate]:
     """Every window of a *successful* trajectory's direct path (its detours cut; windows with a failed action
-    are skipped)."""
+    or with a step that idly repeats the one before it, `idle_repeats`, are skipped)."""
     if not traj.outcome.success:
         return []
     performed = direct_path(performed_actions(traj), traj.task)
+    idle = idle_repeats(performed, traj.task)
     out: list[Candidate] = []
     for length in lengths:
         for start in range(0, len(performed) - length + 1):
             window = performed[start:start + length]
-            if any(p.failed for p in window):
+            if any(p.failed for p in window) or any(start <= i < start + length for i in idle):
                 continue
             steps = tuple(generalise_action(p.action, traj.task) for p in window)
             ends = start + length == len(performed)
