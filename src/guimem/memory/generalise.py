@@ -377,13 +377,9 @@ def idle_repeats(performed: Sequence[Performed], task: Task) -> set[int]:
     """The positions of steps that repeat the step before them (the same action template) and left the screen as
     it was (`_situation`): the second tap on a sender whose e-mail the first tap opened. Such a step is no part
     of a routine, and a skill that contains one replays it on whatever screen it meets."""
-    out: set[int] = set()
-    for i in range(1, len(performed)):
-        p, prev = performed[i], performed[i - 1]
-        if generalise_action(p.action, task) == generalise_action(prev.action, task) \
-                and _situation(p.before, task) == _situation(p.after, task):
-            out.add(i)
-    return out
+    templates = [generalise_action(p.action, task) for p in performed]
+    return {i for i in range(1, len(performed)) if templates[i] == templates[i - 1]
+            and _situation(performed[i].before, task) == _situation(performed[i].after, task)}
 
 
 def describe_templates(actions: tuple[Action, ...] | list[Action]) -> str:

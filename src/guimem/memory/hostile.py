@@ -312,9 +312,8 @@ def _name_pattern(name: str) -> re.Pattern[str]:
     return re.compile(r"(?<!\w)" + re.escape(name) + r"(?!\w)")
 
 
-def _names(text: str, name: str, pattern: re.Pattern[str] | None = None) -> bool:
-    """Does ``text`` name the control ``name`` (both `_plain`), by `_name_pattern`?"""
-    pattern = pattern or _name_pattern(name)
+def _names(text: str, name: str, pattern: re.Pattern[str]) -> bool:
+    """Does ``text`` name the control ``name`` (both `_plain`), by its `_name_pattern`?"""
     if " " in name:
         return pattern.search(text) is not None
     return any(not _SENTENCE_START.search(text[:m.start()]) for m in pattern.finditer(text))
