@@ -133,3 +133,53 @@ def test_a_freshly_opened_page_shows_the_controls_its_style_sheets_draw_from_its
             assert labels.count("star") == labels.count("trash") > 0, labels
         finally:
             env.close()
+
+
+@pytest.mark.parametrize("task_id", ["click-collapsible-2", "use-autocomplete", "click-tab-2", "enter-text"])
+def test_a_preview_changes_nothing_the_step_returns_and_often_is_the_settled_screen(env, task_id):
+    from guimem.agents.explorer import ExplorerPolicy
+    from guimem.harness.episode import run_episode
+    from guimem.types import Task, screen_signature
+
+    def screens(traj):  # bounds and refs apart: an animation's frame and the page's ref numbering vary between
+        # two episodes of one seed without preview too (the page's own refs are checked below)
+        return [(s.action.describe(), [e.model_dump(exclude={"bounds", "ref"}) for e in s.observation.elements],
+                 s.observation.location) for s in traj.steps]
+
+    task = Task(id=task_id, goal="", app="miniwob", seed=3, max_steps=8)
+    env.preview_to(None)
+    run_episode(env, ExplorerPolicy(seed=5), task)  # the page's first episode numbers its refs otherwise
+    plain = run_episode(env, ExplorerPolicy(seed=5), task)
+    previews: list = []
+    env.preview_to(previews.append)
+    try:
+        ahead = run_episode(env, ExplorerPolicy(seed=5), task)
+    finally:
+        env.preview_to(None)
+    assert screens(ahead) == screens(plain)
+    assert ahead.outcome.success == plain.outcome.success
+    assert 0 < len(previews) <= len(ahead.steps)  # one per env step, none for the reset
+    settled = [s.observation for s in ahead.steps[1:]] + [ahead.final_observation]
+    hits = sum(screen_signature(p) == screen_signature(o) for p, o in zip(previews, settled, strict=False))
+    assert hits >= 1
+
+
+def test_a_preview_leaves_the_pages_refs_alone(env):
+    from guimem.envs.miniwob import _SNAPSHOT_JS
+
+    state = ("return [core.nextRefCode, document.querySelectorAll('[data-wob_ref]').length, "
+             "Object.keys(core.previousDOMInfo).length];")
+    obs = env.reset(task("use-autocomplete", 2))
+    box = Selector(role=Role.TEXTBOX).resolve(obs).element
+    env._perform(Action(kind=ActionKind.TYPE, ref=box.ref, text=obs.elements[0].text[:1] or "a"))
+    import time
+
+    time.sleep(0.3)  # the suggestions are on the page, without refs yet
+    before = env._js(state)
+    preview = env._js(_SNAPSHOT_JS, True)
+    assert env._js(state) == before
+    provisional = [e["ref"] for e in preview["elements"] if str(e["ref"]).startswith("p")]
+    settled = env._observe()
+    assert len(settled.elements) == len(preview["elements"])
+    assert provisional, "the suggestions had no provisional refs: the case did not happen"
+    assert env._js(state)[0] > before[0]  # the real snapshot numbers them

@@ -50,7 +50,7 @@ def parse_defences(text: str) -> Defences:
 def _spec(st: CliState, env: str | None, suite: str, rounds: int, methods: str, policy: str, workers: int, backend: str,
           exclude_source_task: bool, context: str, screenshots: bool = False, store: str | None = None,
           address: str | None = None, defences: str = "all", drift_at: int | None = None,
-          drift_to: str = "v1") -> EvalSpec:
+          drift_to: str = "v1", speculate: bool = True) -> EvalSpec:
     chosen = [m.strip() for m in methods.split(",") if m.strip()]
     if not chosen:
         raise ConfigError(f"--methods {methods!r} names no method",
@@ -74,7 +74,8 @@ def _spec(st: CliState, env: str | None, suite: str, rounds: int, methods: str, 
                     llm=llm, token_encoding=st.settings.token_encoding, workers=workers, backend=backend,
                     screenshots=screenshots, store=mask_url(store) if store else "", address=address,
                     attacks=st.settings.poison.label() if env.startswith("poison-") else "",
-                    drift_at=suite_obj.drift_at if drift_at is None else drift_at, drift_to=check_version(drift_to))
+                    drift_at=suite_obj.drift_at if drift_at is None else drift_at, drift_to=check_version(drift_to),
+                    speculate=speculate)
     if spec.drift_at > rounds:
         raise ConfigError(f"--drift-at {spec.drift_at} is after the last of {plural(rounds, 'round')}",
                           suggestion=f"give a round from 1 to {rounds}, or 0 for no drift")
@@ -176,15 +177,18 @@ def eval_command(
                                              "(--drift-to; docs/drift.md). Default: the suite's drift_at; 0: none."),
     drift_to: str = typer.Option("v1", "--drift-to", help="The version shown from --drift-at on: v1 (relabelled, "
                                  "reordered, renamed ids, moved), v2 and later (also a notice to dismiss first)."),
+    speculate: bool = typer.Option(True, "--speculate/--no-speculate",
+                                   help="Embed the screen the env expects while it settles, so recall does not wait "
+                                        "for it (only timing changes; recorded in run_spec.json)."),
     json_output: bool = typer.Option(False, "--json", help="Print summary.json instead of the table."),
 ) -> None:
     """Run (or resume) a lifelong evaluation; write results, traces, summary.json and report.html to OUT."""
     st = state(ctx, json_output)
     try:
         spec = _spec(st, env, suite, rounds, methods, policy, workers, backend, exclude_source_task, context,
-                     screenshots, store, address, defences, drift_at, drift_to)
+                     screenshots, store, address, defences, drift_at, drift_to, speculate)
         learn = _spec(st, env, learn_suite, rounds, methods, policy, workers, backend, exclude_source_task, context,
-                      screenshots, store, address, defences, 0) if learn_suite else None
+                      screenshots, store, address, defences, 0, speculate=speculate) if learn_suite else None
         check_out_dir(out)
         runs = [spec] if learn is None else [learn, spec]
         total = sum(len(s.suite.tasks) * s.rounds * len(s.methods) for s in runs)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
@@ -67,7 +69,13 @@ def cosine(a: NDArray[np.floating], b: NDArray[np.floating]) -> float:
 
 
 class CachedEmbedder:
-    """Wraps an embedder with an LRU cache keyed by a hash of (role, text).
+    """Wraps an embedder with an LRU cache keyed by a hash of (role, text), and embeds ahead on request.
+
+    `prefetch` starts embedding texts on a background thread and returns at once; a later `embed` of the
+    same text takes that vector (waiting only for what is left of it) instead of computing it again. A
+    vector is a function of (role, text) alone, so what was prefetched never changes what `embed` returns:
+    it only moves the work earlier (the env's settle wait, while the agent waits anyway). Calls into the
+    wrapped embedder are serialised, and the cache is safe to share between threads.
 
     Args:
         inner: The embedder to call on a miss.
@@ -79,7 +87,14 @@ class CachedEmbedder:
         self.size = size
         self.hits = 0
         self.misses = 0
+        self.prefetched = 0
+        """Texts `embed` found embedded ahead by `prefetch` (waiting for the rest of the work, if any)."""
         self._cache: OrderedDict[bytes, Vectors] = OrderedDict()
+        self._lock = threading.Lock()  # the cache, the counters and the pending table
+        self._inner_lock = threading.Lock()  # one call into the wrapped embedder at a time
+        self._pending: dict[bytes, Future[Vectors]] = {}
+        self._unasked: set[bytes] = set()  # prefetched into the cache, not yet asked for
+        self._ahead: ThreadPoolExecutor | None = None
 
     @property
     def name(self) -> str:
@@ -91,30 +106,121 @@ class CachedEmbedder:
         """The wrapped embedder's dimension."""
         return self.inner.dim
 
+    @staticmethod
+    def _key(text: str, role: EmbedRole) -> bytes:
+        return hashlib.blake2b(f"{role.value}\x00{text}".encode(), digest_size=16).digest()
+
+    def _compute(self, texts: list[str], role: EmbedRole) -> Vectors:
+        with self._inner_lock:
+            return self.inner.embed(texts, role)
+
+    def prefetch(self, texts: Sequence[str], role: EmbedRole = EmbedRole.QUERY) -> None:
+        """Start embedding the texts not already cached or under way, on a background thread; returns at once.
+
+        A failure there is not raised here: `embed` computes the text again, and fails loudly, if it asks."""
+        todo: dict[bytes, str] = {}
+        with self._lock:
+            for text in texts:
+                key = self._key(text, role)
+                if key not in self._cache and key not in self._pending:
+                    todo.setdefault(key, text)
+            if not todo:
+                return
+            if self._ahead is None:
+                self._ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="guimem-embed-ahead")
+            future = self._ahead.submit(self._compute, list(todo.values()), role)
+            keys = list(todo)
+            for i, key in enumerate(keys):
+                self._pending[key] = _row(future, i)
+
     def embed(self, texts: Sequence[str], role: EmbedRole = EmbedRole.QUERY) -> Vectors:
-        """Embed, computing only the texts not already cached (in one batch)."""
-        keys = [hashlib.blake2b(f"{role.value}\x00{t}".encode(), digest_size=16).digest() for t in texts]
-        todo_texts: dict[bytes, str] = {}
-        for key, text in zip(keys, texts, strict=True):
-            if key not in self._cache:
-                todo_texts.setdefault(key, text)
+        """Embed, computing only the texts not already cached or prefetched (in one batch)."""
+        keys = [self._key(t, role) for t in texts]
+        waiting, todo, ahead = self._look(keys, texts)
         fresh: dict[bytes, Vectors] = {}
-        if todo_texts:
-            fresh = dict(zip(todo_texts, self.inner.embed(list(todo_texts.values()), role), strict=True))
-        self.misses += len(todo_texts)
-        self.hits += len(texts) - len(todo_texts)
+        for key, future in waiting.items():
+            try:
+                fresh[key] = future.result()
+            except Exception:
+                todo.setdefault(key, texts[keys.index(key)])
+        if todo:
+            fresh.update(zip(todo, self._compute(list(todo.values()), role), strict=True))
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        for i, key in enumerate(keys):
-            vec = fresh.get(key)
-            if vec is None:
-                vec = self._cache[key]
-                self._cache.move_to_end(key)
-            out[i] = vec
-        for key, vec in fresh.items():
-            self._cache[key] = vec
-            if len(self._cache) > self.size:
-                self._cache.popitem(last=False)
+        with self._lock:
+            self.misses += len(todo)
+            self.prefetched += ahead + len(waiting.keys() - todo.keys())
+            self.hits += len(texts) - len(fresh)
+            for i, key in enumerate(keys):
+                vec = fresh.get(key)
+                if vec is None:
+                    vec = self._cache.get(key)
+                    if vec is None:  # evicted by another thread between the two looks
+                        vec = self._compute([texts[i]], role)[0]
+                    else:
+                        self._cache.move_to_end(key)
+                out[i] = vec
+            for key, vec in fresh.items():
+                self._pending.pop(key, None)
+                self._put(key, vec)
+            self._settle_pending()
         return out
+
+    def _look(self, keys: list[bytes], texts: Sequence[str]
+              ) -> tuple[dict[bytes, Future[Vectors]], dict[bytes, str], int]:
+        """Which keys are under way (their futures), which must be computed (their texts), and how many
+        cached ones were prefetched and are asked for the first time."""
+        waiting: dict[bytes, Future[Vectors]] = {}
+        todo: dict[bytes, str] = {}
+        ahead = 0
+        with self._lock:
+            for key, text in zip(keys, texts, strict=True):
+                if key in self._cache:
+                    if key in self._unasked:
+                        self._unasked.discard(key)
+                        ahead += 1
+                elif key in self._pending:
+                    waiting[key] = self._pending[key]
+                else:
+                    todo.setdefault(key, text)
+        return waiting, todo, ahead
+
+    def _put(self, key: bytes, vec: Vectors) -> None:
+        """Cache a vector (under ``_lock``), evicting the least recently used."""
+        self._cache[key] = vec
+        if len(self._cache) > self.size:
+            old, _ = self._cache.popitem(last=False)
+            self._unasked.discard(old)
+
+    def _settle_pending(self) -> None:
+        """Move finished prefetches into the cache (under ``_lock``); texts never asked for age out like any."""
+        for key, future in list(self._pending.items()):
+            if future.done():
+                del self._pending[key]
+                if future.exception() is None:
+                    self._put(key, future.result())
+                    self._unasked.add(key)
+
+    def close(self) -> None:
+        """Stop the background thread (waiting for the prefetch under way); embedding still works afterwards."""
+        with self._lock:
+            ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            ahead.shutdown(wait=True)
+
+
+def _row(batch: Future[Vectors], i: int) -> Future[Vectors]:
+    """A future of row ``i`` of a batch's future."""
+    row: Future[Vectors] = Future()
+
+    def done(f: Future[Vectors]) -> None:
+        exc = f.exception()
+        if exc is not None:
+            row.set_exception(exc)
+        else:
+            row.set_result(f.result()[i])
+
+    batch.add_done_callback(done)
+    return row
 
 
 def create_embedder(settings: EmbedderSettings, registry: Registry | None = None) -> CachedEmbedder:

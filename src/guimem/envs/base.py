@@ -7,6 +7,7 @@ when an *action* fails (no such element, not editable, ...) it returns an `Actio
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -59,6 +60,23 @@ class Env(Protocol):
         ...
 
 
+Preview = Callable[[Observation], None]
+
+
+@runtime_checkable
+class Previewing(Protocol):
+    """An env that shows, while a step is still settling, the observation it will most likely return.
+
+    The episode loop hands it a callback (memory's `Speculating.speculate`), so that recall's embedding of
+    the next screen overlaps with the env's own wait. The callback's outcome never changes the step: the
+    env calls it at most once per step, ignores what it raises, and returns the settled observation as it
+    would without it."""
+
+    def preview_to(self, callback: Preview | None) -> None:
+        """Call ``callback`` with the early observation during every later `step` (None: stop)."""
+        ...
+
+
 class StepLimit:
     """Wraps an env so that the episode ends after ``max_steps`` steps.
 
@@ -104,6 +122,11 @@ class StepLimit:
         if self._ended and not outcome.success:
             return Outcome(success=False, score=outcome.score, reason=f"step limit ({self.max_steps}) reached")
         return outcome
+
+    def preview_to(self, callback: Preview | None) -> None:
+        """Forward to the wrapped env when it previews (`Previewing`); otherwise nothing is previewed."""
+        if isinstance(self.env, Previewing):
+            self.env.preview_to(callback)
 
     def close(self) -> None:
         """Close the wrapped env."""

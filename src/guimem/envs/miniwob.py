@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from guimem.envs.base import Transition
+from guimem.envs.base import Preview, Transition
 from guimem.envs.browser import Browser, launch_chrome
 from guimem.errors import EnvError, MissingDependencyError, SuiteError
 from guimem.settings import BrowserSettings, GuimemSettings
@@ -143,6 +143,7 @@ class MiniWoBEnv:
         self._task: Task | None = None
         self._snapshot: dict[str, Any] = {}
         self._obs_count = 0
+        self._preview: Preview | None = None
         self._html = miniwob_html_dir()
 
     @classmethod
@@ -237,6 +238,26 @@ class MiniWoBEnv:
         self._task = task.model_copy(update={"goal": goal, "params": params, "app": "miniwob"})
         return self._observe()
 
+    def preview_to(self, callback: Preview | None) -> None:
+        """Show ``callback``, early in every step's settle wait, the page as it is then (`Previewing`).
+
+        The preview reads the page and changes nothing in it: elements that have no ref yet get provisional
+        ones, the page's own ref counter is left alone, and no screenshot is taken; so a step returns the same
+        observation with or without it."""
+        self._preview = callback
+
+    def _show_preview(self) -> None:
+        callback = self._preview
+        if callback is None:
+            return
+        try:
+            raw = self._js(_SNAPSHOT_JS, True)
+            elements = tuple(_element(r) for r in raw.get("elements", []))
+            callback(Observation(app="miniwob", location=page_view(elements), elements=elements,
+                                 timestamp=time.time()))
+        except Exception as exc:
+            log.debug("no preview this step: %s", exc)
+
     def _observe(self) -> Observation:
         self._snapshot = self._js(_SNAPSHOT_JS)
         shot = None
@@ -263,7 +284,9 @@ class MiniWoBEnv:
             return Transition(self._observe(), err, done=True)
         error = self._perform(action)
         if self.settings.step_wait_ms:
-            time.sleep(self.settings.step_wait_ms / 1000)
+            settled = time.perf_counter() + self.settings.step_wait_ms / 1000
+            self._show_preview()  # memory embeds it while the page settles
+            time.sleep(max(0.0, settled - time.perf_counter()))
         obs = self._observe()
         return Transition(obs, error, done=bool(self._snapshot.get("done")))
 

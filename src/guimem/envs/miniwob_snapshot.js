@@ -1,7 +1,11 @@
 // guimem: one MiniWoB++ observation as a flat list of UI elements.
 // Refs come from core.getDOMInfo(), so core.elementClick(ref) works on them in this episode.
+// With a first argument true it is a preview (taken while the page settles): it reads the page and changes
+// nothing in it, so an element that has no ref yet gets a provisional one ('p0', 'p1', ...) that no action uses.
+var PREVIEW = arguments[0] === true;
 return (function () {
-  core.getDOMInfo();
+  var provisional = 0;
+  if (!PREVIEW) core.getDOMInfo();
   // the whole body, as core.getDOMInfo does: jQuery UI dialogs and menus are attached outside #wrap
   var root = document.body;
   var out = [];
@@ -74,7 +78,10 @@ return (function () {
   }
   function emit(el, role, text, label, clickable, extra) {
     var ref = el.dataset.wob_ref;
-    if (ref === undefined || el.dataset.wob_eps !== 'e' + WOB_EPISODE_ID) return;
+    if (ref === undefined || el.dataset.wob_eps !== 'e' + WOB_EPISODE_ID) {
+      if (!PREVIEW) return;
+      ref = 'p' + provisional++;
+    }
     var cls = (typeof el.className === 'string') ? el.className.trim().split(/\s+/)[0] : '';
     var item = {
       ref: String(ref), role: role, text: (text || '').slice(0, 120), label: (label || '').slice(0, 80),
@@ -105,13 +112,18 @@ return (function () {
       emit(el, 'combobox', el.options[el.selectedIndex] ? el.options[el.selectedIndex].text : '', labelOf(el), true,
            {value: el.value});
       Array.prototype.forEach.call(el.options, function (o, i) {
-        if (o.dataset.wob_ref === undefined || o.dataset.wob_eps !== 'e' + WOB_EPISODE_ID) {
-          o.dataset.wob_ref = core.nextRefCode++;
-          o.dataset.wob_eps = 'e' + WOB_EPISODE_ID;
+        var oref = o.dataset.wob_ref;
+        if (oref === undefined || o.dataset.wob_eps !== 'e' + WOB_EPISODE_ID) {
+          if (PREVIEW) {
+            oref = 'p' + provisional++;
+          } else {
+            oref = o.dataset.wob_ref = core.nextRefCode++;
+            o.dataset.wob_eps = 'e' + WOB_EPISODE_ID;
+          }
         }
-        core.previousDOMInfo[o.dataset.wob_ref] = o;
+        if (!PREVIEW) core.previousDOMInfo[oref] = o;
         var ob = bounds(el);
-        out.push({ref: String(o.dataset.wob_ref), role: 'option', text: o.text, label: '', resource_id: o.id || '',
+        out.push({ref: String(oref), role: 'option', text: o.text, label: '', resource_id: o.id || '',
                   bounds: ob, clickable: true, editable: false, focused: false, enabled: !o.disabled,
                   container: el.id || 'select', checked: o.selected, cls: ''});
       });

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from guimem.agents.base import Decision, Policy, PolicyInput
-from guimem.envs.base import Env, Transition
+from guimem.envs.base import Env, Previewing, Transition
 from guimem.errors import EnvError, GuimemError, LLMError, StoreError
-from guimem.memory.base import Memory, NoMemory, RecallQuery
+from guimem.memory.base import Memory, NoMemory, RecallQuery, Speculating
 from guimem.types import (
     Action,
     ActionError,
@@ -39,9 +39,12 @@ class EpisodeSettings:
 
     Attributes:
         max_steps: Steps allowed (the task's own ``max_steps`` wins when set).
+        speculate: Let memory embed the screen the env expects while the env settles (`Previewing`,
+            `Speculating`); it changes when recall's work happens, never what recall returns.
     """
 
     max_steps: int = 15
+    speculate: bool = True
 
 
 COMPONENTS: dict[type[GuimemError], InfraComponent] = {
@@ -114,9 +117,13 @@ def run_episode(
     overflow = ""
     final_obs: Observation | None = None
     outcome: Outcome
+    speculating = settings.speculate and isinstance(env, Previewing) and isinstance(memory, Speculating)
     try:
         obs = env.reset(task)
         task = env.task
+        if speculating:
+            speculate = memory.speculate  # type: ignore[attr-defined]
+            env.preview_to(lambda screen, task=task: speculate(task, screen))  # type: ignore[attr-defined]
         policy.reset(task)
         max_steps = task.max_steps or settings.max_steps
         last_error: ActionError | None = None
@@ -143,6 +150,9 @@ def run_episode(
             raise
         log.warning("episode %s on %s: %s failed: %s", episode_id, task.id, failure.component, exc)
         outcome = Outcome(success=False, score=0.0, reason=f"{failure.component} failed: {exc.message}", infra=failure)
+    finally:
+        if speculating:
+            env.preview_to(None)  # type: ignore[attr-defined]
     return Trajectory(
         episode_id=episode_id, task=task, steps=tuple(steps), final_observation=final_obs, outcome=outcome,
         env=env.name, policy=policy.name, memory=memory.name, started_at=started, wall_ms=_ms(wall),

@@ -151,7 +151,8 @@ class Workbench:
         if isinstance(self.env, Versioned) and version:
             self.env.set_version(version)
         traj = run_episode(self.env, self.policy, task, memory=memory,
-                           settings=EpisodeSettings(max_steps=task.max_steps or self.spec.max_steps),
+                           settings=EpisodeSettings(max_steps=task.max_steps or self.spec.max_steps,
+                                                    speculate=self.spec.speculate),
                            skill_runner=runner, round_index=job.round, slot=job.slot)
         if traj.outcome.infra is not None and traj.outcome.infra.component is InfraComponent.ENV:
             self.close_env()

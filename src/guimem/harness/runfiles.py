@@ -78,6 +78,9 @@ class EvalSpec(BaseModel):
     """How the ``explorer`` draws: ``coupled`` to the draw it makes without memory (since 66e7061,
     `guimem.agents.explorer`). A run_spec.json without this field was written by the earlier, ``independent``
     draw, so such a run does not resume with the coupled one (its memory methods' episodes would mix draws)."""
+    speculate: bool = True
+    """Memory embeds the screen the env expects while the env settles (`guimem.envs.base.Previewing`). It
+    changes when recall's work happens, never what recall returns, so it is not part of the run's identity."""
     versions: dict[str, str] = Field(default_factory=package_versions)
     created_at: float = Field(default_factory=time.time)
     machine: str = Field(default_factory=lambda: f"{platform.machine()} {os.cpu_count()} cores")

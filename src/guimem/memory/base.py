@@ -188,6 +188,19 @@ class Refreshable(Protocol):
         ...
 
 
+@runtime_checkable
+class Speculating(Protocol):
+    """A memory that can start, ahead of `recall`, the work recall will need for a screen it may be asked about.
+
+    The episode loop calls `speculate` with the screen the env expects to return while the env is still
+    settling (`guimem.envs.base.Previewing`); recall then finds that work done when the settled screen is the
+    same. It must never change what recall returns, only when its work happens."""
+
+    def speculate(self, task: Task, observation: Observation) -> None:
+        """Start the work (embedding the screen) without waiting for it; never raises for the caller."""
+        ...
+
+
 class Cursor:
     """How far a memory's view of its namespace has read the store (`Versioned` stores only).
 

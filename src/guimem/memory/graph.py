@@ -314,6 +314,11 @@ class GraphMemory(StoredRounds):
                             sources=(edge.task, *edge.tasks), page=effect_lines(edge.effect),
                             origin=Origin.MODEL if self.settings.extractor == "llm" else Origin.ACTION)
 
+    def speculate(self, task: Task, observation: Observation) -> None:
+        """Start embedding a screen recall may be asked about (`Speculating`); nothing when there is no edge."""
+        if self.edge_count:
+            self.kit.speculate_state(observation, task)
+
     def recall(self, query: RecallQuery) -> Injection:
         """Nearest node's outgoing edges (graph), or the top-k edges by source screen (flat)."""
         if not self.edge_count:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +38,8 @@ from guimem.types import (
     Task,
 )
 
+log = logging.getLogger(__name__)
+
 
 @dataclass
 class MemoryKit:
@@ -71,6 +74,17 @@ class MemoryKit:
         """The embedding of a screen (masked signature, symmetric ``query:`` role)."""
         vec: NDArray[np.float32] = self.embedder.embed([state_text(obs, task)], EmbedRole.QUERY)[0]
         return vec
+
+    def speculate_state(self, obs: Observation, task: Task) -> None:
+        """Start embedding a screen that `embed_state` may soon be asked for, without waiting (an embedder
+        that cannot embed ahead does nothing). What `embed_state` returns is the same either way."""
+        prefetch = getattr(self.embedder, "prefetch", None)
+        if prefetch is None:
+            return
+        try:
+            prefetch([state_text(obs, task)], EmbedRole.QUERY)
+        except Exception as exc:
+            log.debug("no speculative embedding: %s", exc)
 
     def embed_text(self, text: str, role: EmbedRole = EmbedRole.QUERY) -> NDArray[np.float32]:
         """The embedding of one text."""

@@ -334,6 +334,11 @@ class StackMemory(AdmissionMembers, StoredRounds):
         q: NDArray[np.float32] = alpha * here() + (1 - alpha) * self.kit.embed_text(query.task.goal)
         return q
 
+    def speculate(self, task: Task, observation: Observation) -> None:
+        """Start embedding a screen recall may be asked about (`Speculating`); nothing while memory is empty."""
+        if self.lifecycle.has_items:
+            self.kit.speculate_state(observation, task)
+
     def recall(self, query: RecallQuery) -> Injection:
         """MMR across kinds under the token budget; abstain when nothing fits. The screen is embedded
         only when an edge's screen or the ranking needs it (an empty memory embeds nothing)."""

@@ -255,6 +255,11 @@ class SkillMemory(StoredRounds):
             report.added += 1
         return report
 
+    def speculate(self, task: Task, observation: Observation) -> None:
+        """Start embedding a screen recall may be asked about (`Speculating`); nothing when there is no skill."""
+        if len(self._index):
+            self.kit.speculate_state(observation, task)
+
     def recall(self, query: RecallQuery) -> Injection:
         """Top-K skills by SGDR relevance, diversified by MMR."""
         if len(self._index) == 0:

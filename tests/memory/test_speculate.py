@@ -1,0 +1,111 @@
+"""Speculative screen embedding (`Speculating`, `Previewing`): recall's work moves into the env's settle wait,
+and what is recalled never changes — compared step by step with and without it."""
+
+from __future__ import annotations
+
+import re
+
+from guimem.agents.explorer import ExplorerPolicy
+from guimem.embeddings import CachedEmbedder
+from guimem.embeddings.hashing import HashingEmbedder
+from guimem.envs.base import Previewing, StepLimit, Transition
+from guimem.harness.episode import EpisodeSettings, run_episode
+from guimem.memory.base import Speculating
+from guimem.memory.factory import open_memory
+from guimem.settings import GuimemSettings
+from guimem.testing import FormEnv
+from guimem.types import Action, Observation, Task
+
+METHODS = ("graph", "skills", "stack")
+
+
+class PreviewingForm(FormEnv):
+    """A form env that previews, in each step, the screen it will return — except every third step, where
+    the preview is the screen before the action (the page had not settled yet: speculation misses)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.callback = None
+        self.previews = 0
+        self._last: Observation | None = None
+
+    def preview_to(self, callback):
+        self.callback = callback
+
+    def reset(self, task: Task) -> Observation:
+        self._last = super().reset(task)
+        return self._last
+
+    def step(self, action: Action) -> Transition:
+        before = self._last
+        result = super().step(action)
+        if self.callback is not None:
+            self.previews += 1
+            self.callback(before if self.previews % 3 == 0 and before is not None else result.observation)
+        self._last = result.observation
+        return result
+
+
+def _run(tmp_path, method: str, speculate: bool):
+    settings = GuimemSettings()
+    embedder = CachedEmbedder(HashingEmbedder(settings.embedder.dim))
+    memory = open_memory(method, str(tmp_path / f"{method}-{speculate}.sqlite"), settings, embedder=embedder,
+                         env_factory=FormEnv)
+    env = PreviewingForm()
+    trajectories = []
+    try:
+        for round_index in range(3):
+            batch = []
+            for seed in (1, 2, 3):
+                task = Task(id="form", goal="", app="form", seed=seed, max_steps=6)
+                runner = getattr(memory, "run_skill", None)
+                batch.append(run_episode(env, ExplorerPolicy(seed=seed + 7 * round_index), task, memory=memory,
+                                         settings=EpisodeSettings(max_steps=6, speculate=speculate),
+                                         skill_runner=runner, round_index=round_index))
+            memory.commit_round(round_index, batch)
+            trajectories.extend(batch)
+    finally:
+        memory.close()
+        embedder.close()
+    return trajectories, embedder, env
+
+
+def _steps(trajectories):
+    """Every step's action and injection, the items' random ids renamed in order of first appearance."""
+    names: dict[str, str] = {}
+
+    def rename(match: re.Match[str]) -> str:
+        return names.setdefault(match.group(0), f"id{len(names)}")
+
+    return [re.sub(r"\b[a-z]{1,3}-[0-9a-f]{12,}\b", rename,
+                   s.action.describe() + "\n" + s.injection.model_dump_json(exclude={"latency_ms"}))
+            for t in trajectories for s in t.steps]
+
+
+def test_the_injections_are_the_same_with_and_without_speculation(tmp_path):
+    for method in METHODS:
+        plain, plain_embedder, plain_env = _run(tmp_path, method, speculate=False)
+        ahead, ahead_embedder, ahead_env = _run(tmp_path, method, speculate=True)
+        assert plain_env.previews == 0 and plain_embedder.prefetched == 0
+        assert _steps(ahead) == _steps(plain), method
+        assert [t.outcome.success for t in ahead] == [t.outcome.success for t in plain]
+        assert any(s.injection.items for t in ahead for s in t.steps), f"{method} recalled nothing: nothing is tested"
+        assert ahead_env.previews > 0
+        assert ahead_embedder.prefetched > 0, f"{method} never used a speculative vector"
+
+
+def test_graph_skills_and_stack_speculate_and_a_step_limit_forwards_previews(tmp_path):
+    assert all(isinstance(cls, type) for cls in (Speculating, Previewing))
+    settings = GuimemSettings()
+    for method in METHODS:
+        embedder = CachedEmbedder(HashingEmbedder(settings.embedder.dim))
+        memory = open_memory(method, str(tmp_path / f"{method}.sqlite"), settings, embedder=embedder)
+        try:
+            assert isinstance(memory, Speculating), method
+        finally:
+            memory.close()
+    env = PreviewingForm()
+    seen = []
+    limited = StepLimit(env, 5)
+    limited.preview_to(seen.append)
+    assert env.callback is not None
