@@ -406,3 +406,44 @@ def test_pygobject_built_here_holds_no_instruction_beyond_the_x86_64_baseline():
                               check=True).stdout
         used = {line.split()[1] for line in text.splitlines() if "\t" in line and len(line.split()) > 1}
         assert not {m for m in used if beyond.match(m)}, f"{lib.name}: {sorted(m for m in used if beyond.match(m))}"
+
+
+@pytest.mark.desktop
+@requires_desktop
+def test_a_preview_reads_the_screen_without_handing_out_refs(env):
+    from guimem.types import screen_signature
+
+    env.reset(_task("mousepad-save-as", seed=1))
+    assert env._perform(Action(kind=ActionKind.KEY, key="ctrl+shift+s")) is None
+    time.sleep(1.5)  # the Save As dialog is up: its nodes have no refs yet
+    before = dict(env._refs.refs)
+    seen: list = []
+    env.preview_to(seen.append)
+    try:
+        env._show_preview()
+    finally:
+        env.preview_to(None)
+    assert env._refs.refs == before
+    assert len(seen) == 1 and seen[0].screenshot is None
+    new = [e for e in seen[0].elements if int(e.ref) > len(before)]
+    assert new, "the dialog showed no node the episode had not seen: the case did not happen"
+    settled = env._observe().observation
+    assert screen_signature(settled) == screen_signature(seen[0])
+    assert [(e.ref, e.text) for e in settled.elements] == [(e.ref, e.text) for e in seen[0].elements]
+
+
+@pytest.mark.desktop
+@requires_desktop
+def test_a_step_with_a_preview_takes_the_settle_wait_and_previews_once(env):
+    obs = env.reset(_task("mousepad-edit-save", seed=1))
+    seen: list = []
+    env.preview_to(seen.append)
+    try:
+        started = time.monotonic()
+        result = env.step(Action(kind=ActionKind.KEY, key="ctrl+s"))
+        took = time.monotonic() - started
+    finally:
+        env.preview_to(None)
+    assert len(seen) == 1 and result.error is None
+    assert took >= env.settle_s
+    assert seen[0].location == result.observation.location == obs.location

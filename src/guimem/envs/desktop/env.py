@@ -27,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from guimem.envs.base import Transition
+from guimem.envs.base import Preview, Transition
 from guimem.envs.desktop.confine import landlock_abi
 from guimem.envs.desktop.observation import Node, RefTable, Screen, action_index, build_screen
 from guimem.envs.desktop.screenshot import save_screenshot
@@ -118,6 +118,7 @@ class DesktopEnv:
         self._screen: Screen | None = None
         self._shot_prefix = uuid.uuid4().hex[:8]  # envs sharing a folder (workers) never overwrite each other
         self._shots = 0
+        self._preview: Preview | None = None
         self._landlock = landlock_abi() > 0
         if not self._landlock:
             log.warning("this kernel has no Landlock: desktop apps can write outside their session's folder")
@@ -268,16 +269,26 @@ class DesktopEnv:
         raise EnvNotReadyError(f"{self.task.app}'s window did not appear within {self.start_timeout_s:.0f}s",
                                suggestion="check `guimem doctor`")
 
-    def _observe(self) -> Screen:
-        reply = self._request({"op": "tree"})
-        if not reply.get("ok"):
-            raise EnvError(f"the AT-SPI tree could not be read: {reply.get('error')}")
-        home = self.session.env.get("HOME", "")
+    def preview_to(self, callback: Preview | None) -> None:
+        """Show ``callback``, halfway through every step's settle wait, the screen as it is then (`Previewing`).
+
+        The preview reads the tree and changes nothing: its refs come from a copy of the episode's table, so
+        a node first seen in it gets its ref from the settled read as it would without it, and no screenshot
+        is taken."""
+        self._preview = callback
+
+    def _show_preview(self) -> None:
+        callback = self._preview
+        if callback is None:
+            return
         try:
-            nodes = [Node.from_wire(raw) for raw in reply["nodes"]]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise EnvError(f"the AT-SPI bridge sent a tree guimem cannot read: {exc}") from exc
-        screen = build_screen(nodes, self._refs, self.task.app, home)
+            screen = self._read(RefTable(dict(self._refs.refs)))
+            callback(screen.observation)
+        except Exception as exc:  # noqa: BLE001 - a preview is only a hint: the step goes on as without it
+            log.debug("no preview this step: %s", exc)
+
+    def _observe(self) -> Screen:
+        screen = self._read(self._refs)
         if self.screenshots_dir is not None:
             path = self.screenshots_dir / f"obs-{self._shot_prefix}-{self._shots:05d}.png"
             save_screenshot(self.session.framebuffer, path, crop=screen.window)
@@ -286,13 +297,28 @@ class DesktopEnv:
         self._screen = screen
         return screen
 
+    def _read(self, refs: RefTable) -> Screen:
+        reply = self._request({"op": "tree"})
+        if not reply.get("ok"):
+            raise EnvError(f"the AT-SPI tree could not be read: {reply.get('error')}")
+        home = self.session.env.get("HOME", "")
+        try:
+            nodes = [Node.from_wire(raw) for raw in reply["nodes"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise EnvError(f"the AT-SPI bridge sent a tree guimem cannot read: {exc}") from exc
+        return build_screen(nodes, refs, self.task.app, home)
+
     def step(self, action: Action) -> Transition:
         """Perform one action; a failed action comes back as an `ActionError` (a dead session raises `EnvError`)."""
         if self._screen is None:
             raise EnvError("no episode has started: call reset(task) first")
         error = self._perform(action)
         if action.kind is not ActionKind.WAIT:
-            time.sleep(self.settle_s)
+            settled = time.monotonic() + self.settle_s
+            if self._preview is not None:
+                time.sleep(self.settle_s / 2)
+                self._show_preview()  # memory embeds it while the app settles
+            time.sleep(max(0.0, settled - time.monotonic()))
         obs = self._observe().observation
         return Transition(obs, error, done=self._check()[0])
 
