@@ -284,7 +284,7 @@ class DesktopEnv:
         try:
             screen = self._read(RefTable(dict(self._refs.refs)))
             callback(screen.observation)
-        except Exception as exc:  # noqa: BLE001 - a preview is only a hint: the step goes on as without it
+        except Exception as exc:
             log.debug("no preview this step: %s", exc)
 
     def _observe(self) -> Screen:
