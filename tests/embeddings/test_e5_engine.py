@@ -165,3 +165,21 @@ def test_the_embedder_takes_hostile_texts_on_either_engine(engine):
     v = emb.embed(["before\x00after", "bad \ud800 surrogate", "   "])
     assert v.shape == (3, 384) and np.isfinite(v).all()
     assert not np.allclose(v[0], emb.embed(["before"])[0])
+
+
+@pytest.mark.parametrize("preset", [None, "ACTIVE"])
+def test_openmp_threads_sleep_while_they_wait_unless_the_user_chose(preset):
+    """The engines load with OMP_WAIT_POLICY=PASSIVE (spinning threads collapse under load: see
+    benchmarks/e5_under_load.py); a policy the user set is kept. Checked in a fresh process, where libgomp
+    reads the setting when the engine loads it."""
+    import os
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if preset:
+        env["OMP_WAIT_POLICY"] = preset
+    probe = ("import os; from guimem.embeddings.e5 import E5Embedder; E5Embedder().embed(['x']); "
+             "print(os.environ.get('OMP_WAIT_POLICY'))")
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120,
+                         check=True)
+    assert out.stdout.strip() == (preset or "PASSIVE")

@@ -31,7 +31,7 @@ def test_episode_records_every_step_with_selectors_and_injection():
     assert [q.step for q in mem.queries] == list(range(len(traj.steps)))
     for step in traj.steps:
         assert step.injection.text == "remember this"
-        assert set(step.timings_ms) == {"recall", "policy", "env"}
+        assert set(step.timings_ms) == {"recall", "embed", "policy", "env"}
         if step.action.ref is not None:
             assert step.action.selector is not None
     assert traj.final_observation is not None and traj.memory == "none"

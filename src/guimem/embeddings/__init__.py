@@ -1,5 +1,5 @@
 """Text embedders: the bundled e5 model by default, feature hashing for tests, any OpenAI-compatible server."""
 
-from guimem.embeddings.base import CachedEmbedder, Embedder, EmbedRole, cosine, create_embedder
+from guimem.embeddings.base import CachedEmbedder, Embedder, EmbedRole, cosine, create_embedder, embedding_ms
 
-__all__ = ["CachedEmbedder", "EmbedRole", "Embedder", "cosine", "create_embedder"]
+__all__ = ["CachedEmbedder", "EmbedRole", "Embedder", "cosine", "create_embedder", "embedding_ms"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -66,6 +67,15 @@ def cosine(a: NDArray[np.floating], b: NDArray[np.floating]) -> float:
     if na == 0 or nb == 0:
         return 0.0
     return float(np.dot(a, b) / (na * nb))
+
+
+_CLOCK = threading.local()
+
+
+def embedding_ms() -> float:
+    """Milliseconds this thread has spent in `CachedEmbedder.embed` computing vectors or waiting for prefetched
+    ones (cache hits cost nothing here): read before and after a call to see what embedding cost it."""
+    return float(getattr(_CLOCK, "ms", 0.0))
 
 
 class CachedEmbedder:
@@ -137,6 +147,7 @@ class CachedEmbedder:
         """Embed, computing only the texts not already cached or prefetched (in one batch)."""
         keys = [self._key(t, role) for t in texts]
         waiting, todo, ahead = self._look(keys, texts)
+        started = time.perf_counter()
         fresh: dict[bytes, Vectors] = {}
         for key, future in waiting.items():
             try:
@@ -145,6 +156,8 @@ class CachedEmbedder:
                 todo.setdefault(key, texts[keys.index(key)])
         if todo:
             fresh.update(zip(todo, self._compute(list(todo.values()), role), strict=True))
+        if fresh:
+            _CLOCK.ms = embedding_ms() + (time.perf_counter() - started) * 1000
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         with self._lock:
             self.misses += len(todo)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from guimem.agents.base import Decision, Policy, PolicyInput
+from guimem.embeddings import embedding_ms
 from guimem.envs.base import Env, Previewing, Transition
 from guimem.errors import EnvError, GuimemError, LLMError, StoreError
 from guimem.memory.base import Memory, NoMemory, RecallQuery, Speculating
@@ -165,9 +166,11 @@ def _one_step(
 ) -> tuple[Step, Transition | None]:
     task, obs, history, index = query.task, query.observation, query.history, query.step
     timings: dict[str, float] = {}
+    embedded = embedding_ms()
     t = time.perf_counter()
     injection = memory.recall(query)
     timings["recall"] = _ms(t)
+    timings["embed"] = round(embedding_ms() - embedded, 3)  # of which computing or waiting for embeddings
     injection = injection.model_copy(update={"latency_ms": timings["recall"]})
     t = time.perf_counter()
     decision: Decision = policy.act(PolicyInput(task=task, observation=obs, injection=injection, history=history,
