@@ -2,9 +2,9 @@
 
 guimem sets ``OMP_WAIT_POLICY=PASSIVE`` before the e5 engine loads (`guimem.embeddings.e5._passive_openmp`).
 This measures why, in one run: for each load (no extra load, then ``--busy`` processes spinning on the CPU, as
-evaluation workers, browsers and desktop apps do) and each policy (``ACTIVE``: spin, libgomp's behaviour when
-nothing is set is close to it; ``PASSIVE``), a fresh process embeds ``--texts`` screen signatures of about
-40 words one at a time, and reports p50 and p95 in ms and the ratio ACTIVE / PASSIVE.
+evaluation workers, browsers and desktop apps do) and each policy (unset: libgomp's default, what guimem ran
+with before; ``ACTIVE``: spin; ``PASSIVE``: sleep, what guimem sets), a fresh process embeds ``--texts`` screen
+signatures of about 40 words one at a time, and reports p50 and p95 in ms and the ratios unset / PASSIVE.
 
 Usage: python benchmarks/e5_under_load.py [--busy 2] [--texts 40]
 """
@@ -20,7 +20,10 @@ import subprocess
 import sys
 
 PROBE = r"""
-import json, sys, time
+import json, os, sys, time
+import guimem.embeddings.e5 as e5mod
+if os.environ.get("OMP_WAIT_POLICY") is None:  # libgomp's own default: keep guimem from choosing
+    e5mod._passive_openmp = lambda: None
 from guimem.embeddings.e5 import E5Embedder
 e = E5Embedder()
 e.embed(["warm up"])
@@ -43,7 +46,9 @@ def _spin() -> None:
 
 
 def _probe(policy: str, texts: int) -> tuple[float, float]:
-    env = {**os.environ, "OMP_WAIT_POLICY": policy}
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if policy != "unset":
+        env["OMP_WAIT_POLICY"] = policy
     out = subprocess.run([sys.executable, "-c", PROBE, str(texts)], env=env, capture_output=True, text=True,
                          check=True, timeout=900)
     p50, p95 = json.loads(out.stdout.strip().splitlines()[-1])
@@ -56,21 +61,23 @@ def main() -> None:
     parser.add_argument("--texts", type=int, default=40)
     args = parser.parse_args()
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, load before: {os.getloadavg()[0]:.2f}")
-    print("| extra load | ACTIVE p50 / p95 ms | PASSIVE p50 / p95 ms | p50 ratio | p95 ratio |")
-    print("|---|---:|---:|---:|---:|")
+    print("| extra load | unset (libgomp's default) p50 / p95 ms | ACTIVE p50 / p95 ms | PASSIVE (guimem) p50 / p95 ms "
+          "| unset / PASSIVE p50 | unset / PASSIVE p95 |")
+    print("|---|---:|---:|---:|---:|---:|")
     for busy in (0, args.busy):
         spinners = [mp.Process(target=_spin, daemon=True) for _ in range(busy)]
         for s in spinners:
             s.start()
         try:
+            u50, u95 = _probe("unset", args.texts)
             a50, a95 = _probe("ACTIVE", args.texts)
             p50, p95 = _probe("PASSIVE", args.texts)
         finally:
             for s in spinners:
                 s.terminate()
                 s.join()
-        print(f"| {busy} spinning processes | {a50:.1f} / {a95:.1f} | {p50:.1f} / {p95:.1f} | {a50 / p50:.2f} "
-              f"| {a95 / p95:.2f} |")
+        print(f"| {busy} spinning processes | {u50:.1f} / {u95:.1f} | {a50:.1f} / {a95:.1f} | {p50:.1f} / {p95:.1f} "
+              f"| {u50 / p50:.2f} | {u95 / p95:.2f} |")
 
 
 if __name__ == "__main__":

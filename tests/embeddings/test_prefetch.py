@@ -54,30 +54,62 @@ def reference(texts: list[str], role: EmbedRole = EmbedRole.QUERY) -> np.ndarray
     return HashingEmbedder(64).embed(texts, role)
 
 
+class Gated(Counting):
+    """Blocks inside `embed` until its gate opens."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+
+    def embed(self, texts: Sequence[str], role: EmbedRole = EmbedRole.QUERY) -> np.ndarray:
+        self.entered.set()
+        assert self.gate.wait(30), "the test never opened the gate"
+        return super().embed(texts, role)
+
+
 def test_a_prefetched_text_is_embedded_once_and_gives_the_same_vector():
-    inner = Counting(delay_s=0.05)
+    inner = Counting()
     cache = CachedEmbedder(inner)
     cache.prefetch(["screen: inbox\nbutton Reply"])
-    started = time.perf_counter()
     got = cache.embed(["screen: inbox\nbutton Reply"])
-    assert time.perf_counter() - started < 0.2  # it waited for the prefetch, not for a second embedding
     assert np.array_equal(got, reference(["screen: inbox\nbutton Reply"]))
     assert inner.texts == ["screen: inbox\nbutton Reply"]
     assert (cache.prefetched, cache.misses) == (1, 0)
     cache.close()
 
 
-def test_prefetch_returns_at_once_and_the_wait_is_only_what_is_left():
-    inner = Counting(delay_s=0.2)
+def test_prefetch_returns_while_the_engine_works_and_embed_waits_for_that_work():
+    inner = Gated()
     cache = CachedEmbedder(inner)
-    started = time.perf_counter()
-    cache.prefetch(["a slow screen"])
-    assert time.perf_counter() - started < 0.1
-    time.sleep(0.25)  # the env settles meanwhile
-    started = time.perf_counter()
-    cache.embed(["a slow screen"])
-    assert time.perf_counter() - started < 0.1
+    caller = threading.Thread(target=cache.prefetch, args=(["a slow screen"],))
+    caller.start()
+    caller.join(10)
+    assert not caller.is_alive(), "prefetch waited for the embedding"
+    assert inner.entered.wait(10)  # the background thread is inside the engine
+    got: list[np.ndarray] = []
+    asker = threading.Thread(target=lambda: got.append(cache.embed(["a slow screen"])))
+    asker.start()
+    asker.join(0.2)
+    assert asker.is_alive() and not got  # it waits for the prefetch under way, and computes nothing itself
+    inner.gate.set()
+    asker.join(10)
+    assert np.array_equal(got[0], reference(["a slow screen"]))
+    assert inner.texts == ["a slow screen"] and cache.prefetched == 1
     cache.close()
+
+
+def test_bulk_work_goes_to_the_engine_a_chunk_at_a_time():
+    from guimem.embeddings.base import CHUNK
+
+    inner = Counting()
+    calls: list[int] = []
+    embed = inner.embed
+    inner.embed = lambda texts, role=EmbedRole.QUERY: calls.append(len(texts)) or embed(texts, role)  # type: ignore[method-assign]
+    cache = CachedEmbedder(inner)
+    texts = [f"item {i}" for i in range(2 * CHUNK + 5)]
+    assert np.array_equal(cache.embed(texts, EmbedRole.PASSAGE), reference(texts, EmbedRole.PASSAGE))
+    assert calls == [CHUNK, CHUNK, 5]
 
 
 def test_a_screen_other_than_the_prefetched_one_is_embedded_as_without_prefetch():

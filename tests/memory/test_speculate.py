@@ -8,13 +8,13 @@ import re
 from guimem.agents.explorer import ExplorerPolicy
 from guimem.embeddings import CachedEmbedder
 from guimem.embeddings.hashing import HashingEmbedder
-from guimem.envs.base import Previewing, StepLimit, Transition
+from guimem.envs.base import StepLimit, Transition
 from guimem.harness.episode import EpisodeSettings, run_episode
 from guimem.memory.base import Speculating
 from guimem.memory.factory import open_memory
 from guimem.settings import GuimemSettings
 from guimem.testing import FormEnv
-from guimem.types import Action, Observation, Task
+from guimem.types import Action, ActionKind, Observation, Task
 
 METHODS = ("graph", "skills", "stack")
 
@@ -90,12 +90,11 @@ def test_the_injections_are_the_same_with_and_without_speculation(tmp_path):
         assert _steps(ahead) == _steps(plain), method
         assert [t.outcome.success for t in ahead] == [t.outcome.success for t in plain]
         assert any(s.injection.items for t in ahead for s in t.steps), f"{method} recalled nothing: nothing is tested"
-        assert ahead_env.previews > 0
+        assert ahead_env.previews > 0 and ahead_env.callback is None  # the episode took its callback back
         assert ahead_embedder.prefetched > 0, f"{method} never used a speculative vector"
 
 
 def test_graph_skills_and_stack_speculate_and_a_step_limit_forwards_previews(tmp_path):
-    assert all(isinstance(cls, type) for cls in (Speculating, Previewing))
     settings = GuimemSettings()
     for method in METHODS:
         embedder = CachedEmbedder(HashingEmbedder(settings.embedder.dim))
@@ -105,7 +104,27 @@ def test_graph_skills_and_stack_speculate_and_a_step_limit_forwards_previews(tmp
         finally:
             memory.close()
     env = PreviewingForm()
-    seen = []
+    seen: list[Observation] = []
     limited = StepLimit(env, 5)
     limited.preview_to(seen.append)
-    assert env.callback is not None
+    obs = limited.reset(Task(id="form", goal="", app="form", seed=1, max_steps=5))
+    result = limited.step(Action(kind=ActionKind.TYPE, ref=obs.elements[0].ref, text="x"))
+    assert seen == [result.observation]
+    limited.preview_to(None)
+    assert env.callback is None
+
+
+def test_drift_and_poison_wrappers_preview_what_they_will_show():
+    from guimem.envs.drift import DriftEnv
+    from guimem.envs.poison import PoisonedEnv
+
+    for wrap in (lambda e: DriftEnv(e, "v1", frozenset({"relabel", "reorder"})), lambda e: PoisonedEnv(e)):
+        inner = PreviewingForm()
+        env = wrap(inner)
+        seen: list[Observation] = []
+        env.preview_to(seen.append)
+        obs = env.reset(Task(id="form", goal="", app="form", seed=2, max_steps=5))
+        result = env.step(Action(kind=ActionKind.TYPE, ref=obs.elements[-1].ref, text="x"))
+        assert seen == [result.observation] and seen[0] != inner._last  # shown as the wrapper shows it
+        env.preview_to(None)
+        assert inner.callback is None

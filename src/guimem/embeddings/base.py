@@ -70,12 +70,24 @@ def cosine(a: NDArray[np.floating], b: NDArray[np.floating]) -> float:
 
 
 _CLOCK = threading.local()
+CHUNK = 32
+"""Texts per call into the wrapped embedder: bulk work (a first open, an import, `learn` of many trajectories)
+goes in chunks, so a recall that needs the embedder meanwhile waits for one chunk, not for the whole job."""
 
 
 def embedding_ms() -> float:
     """Milliseconds this thread has spent in `CachedEmbedder.embed` computing vectors or waiting for prefetched
     ones (cache hits cost nothing here): read before and after a call to see what embedding cost it."""
     return float(getattr(_CLOCK, "ms", 0.0))
+
+
+@runtime_checkable
+class Prefetching(Protocol):
+    """An embedder that can start embedding texts ahead of the `embed` call that will ask for them."""
+
+    def prefetch(self, texts: Sequence[str], role: EmbedRole = EmbedRole.QUERY) -> None:
+        """Start embedding ``texts`` without waiting; a later `embed` of them takes the result."""
+        ...
 
 
 class CachedEmbedder:
@@ -85,7 +97,8 @@ class CachedEmbedder:
     same text takes that vector (waiting only for what is left of it) instead of computing it again. A
     vector is a function of (role, text) alone, so what was prefetched never changes what `embed` returns:
     it only moves the work earlier (the env's settle wait, while the agent waits anyway). Calls into the
-    wrapped embedder are serialised, and the cache is safe to share between threads.
+    wrapped embedder are serialised, in chunks of `CHUNK` texts, and the cache is safe to share between threads;
+    no lock is held while the wrapped embedder computes, except its own.
 
     Args:
         inner: The embedder to call on a miss.
@@ -121,8 +134,15 @@ class CachedEmbedder:
         return hashlib.blake2b(f"{role.value}\x00{text}".encode(), digest_size=16).digest()
 
     def _compute(self, texts: list[str], role: EmbedRole) -> Vectors:
-        with self._inner_lock:
-            return self.inner.embed(texts, role)
+        """The wrapped embedder's vectors, a chunk at a time (no lock of this cache held)."""
+        if len(texts) <= CHUNK:
+            with self._inner_lock:
+                return self.inner.embed(texts, role)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(texts), CHUNK):
+            with self._inner_lock:
+                out[start:start + CHUNK] = self.inner.embed(texts[start:start + CHUNK], role)
+        return out
 
     def prefetch(self, texts: Sequence[str], role: EmbedRole = EmbedRole.QUERY) -> None:
         """Start embedding the texts not already cached or under way, on a background thread; returns at once.
@@ -139,39 +159,33 @@ class CachedEmbedder:
             if self._ahead is None:
                 self._ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="guimem-embed-ahead")
             future = self._ahead.submit(self._compute, list(todo.values()), role)
-            keys = list(todo)
-            for i, key in enumerate(keys):
+            for i, key in enumerate(todo):
                 self._pending[key] = _row(future, i)
 
     def embed(self, texts: Sequence[str], role: EmbedRole = EmbedRole.QUERY) -> Vectors:
         """Embed, computing only the texts not already cached or prefetched (in one batch)."""
         keys = [self._key(t, role) for t in texts]
-        waiting, todo, ahead = self._look(keys, texts)
         started = time.perf_counter()
+        waiting, todo, cached, ahead = self._look(keys, texts)  # cached vectors are taken here, under the lock
         fresh: dict[bytes, Vectors] = {}
         for key, future in waiting.items():
             try:
                 fresh[key] = future.result()
             except Exception:
                 todo.setdefault(key, texts[keys.index(key)])
+        waited = len(fresh)
         if todo:
             fresh.update(zip(todo, self._compute(list(todo.values()), role), strict=True))
+        computed = len(todo)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for i, key in enumerate(keys):
+            out[i] = fresh[key] if key in fresh else cached[key]
         if fresh:
             _CLOCK.ms = embedding_ms() + (time.perf_counter() - started) * 1000
-        out = np.empty((len(texts), self.dim), dtype=np.float32)
         with self._lock:
-            self.misses += len(todo)
-            self.prefetched += ahead + len(waiting.keys() - todo.keys())
-            self.hits += len(texts) - len(fresh)
-            for i, key in enumerate(keys):
-                vec = fresh.get(key)
-                if vec is None:
-                    vec = self._cache.get(key)
-                    if vec is None:  # evicted by another thread between the two looks
-                        vec = self._compute([texts[i]], role)[0]
-                    else:
-                        self._cache.move_to_end(key)
-                out[i] = vec
+            self.misses += computed
+            self.prefetched += ahead + waited
+            self.hits += len(texts) - computed - waited
             for key, vec in fresh.items():
                 self._pending.pop(key, None)
                 self._put(key, vec)
@@ -179,15 +193,22 @@ class CachedEmbedder:
         return out
 
     def _look(self, keys: list[bytes], texts: Sequence[str]
-              ) -> tuple[dict[bytes, Future[Vectors]], dict[bytes, str], int]:
-        """Which keys are under way (their futures), which must be computed (their texts), and how many
-        cached ones were prefetched and are asked for the first time."""
+              ) -> tuple[dict[bytes, Future[Vectors]], dict[bytes, str], dict[bytes, Vectors], int]:
+        """For each key: which are under way (their futures), which must be computed (their
+        texts), which are cached (their vectors), and how many of those were prefetched and are asked for the
+        first time."""
         waiting: dict[bytes, Future[Vectors]] = {}
         todo: dict[bytes, str] = {}
+        found: dict[bytes, Vectors] = {}
         ahead = 0
         with self._lock:
             for key, text in zip(keys, texts, strict=True):
-                if key in self._cache:
+                if key in found or key in waiting or key in todo:
+                    continue
+                vec = self._cache.get(key)
+                if vec is not None:
+                    self._cache.move_to_end(key)
+                    found[key] = vec
                     if key in self._unasked:
                         self._unasked.discard(key)
                         ahead += 1
@@ -195,7 +216,7 @@ class CachedEmbedder:
                     waiting[key] = self._pending[key]
                 else:
                     todo.setdefault(key, text)
-        return waiting, todo, ahead
+        return waiting, todo, found, ahead
 
     def _put(self, key: bytes, vec: Vectors) -> None:
         """Cache a vector (under ``_lock``), evicting the least recently used."""
@@ -209,7 +230,7 @@ class CachedEmbedder:
         for key, future in list(self._pending.items()):
             if future.done():
                 del self._pending[key]
-                if future.exception() is None:
+                if not future.cancelled() and future.exception() is None:
                     self._put(key, future.result())
                     self._unasked.add(key)
 
@@ -222,15 +243,20 @@ class CachedEmbedder:
 
 
 def _row(batch: Future[Vectors], i: int) -> Future[Vectors]:
-    """A future of row ``i`` of a batch's future."""
+    """A future of row ``i`` of a batch's future (which always resolves, cancelled or failed included)."""
     row: Future[Vectors] = Future()
 
     def done(f: Future[Vectors]) -> None:
-        exc = f.exception()
-        if exc is not None:
-            row.set_exception(exc)
-        else:
-            row.set_result(f.result()[i])
+        try:
+            if f.cancelled():
+                row.set_exception(RuntimeError("the prefetch was cancelled"))
+            elif (exc := f.exception()) is not None:
+                row.set_exception(exc)
+            else:
+                row.set_result(f.result()[i])
+        except BaseException as exc:
+            if not row.done():
+                row.set_exception(exc)
 
     batch.add_done_callback(done)
     return row

@@ -7,11 +7,14 @@ when an *action* fails (no such element, not editable, ...) it returns an `Actio
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from guimem.types import Action, ActionError, Observation, Outcome, Task
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,15 @@ class Previewing(Protocol):
     def preview_to(self, callback: Preview | None) -> None:
         """Call ``callback`` with the early observation during every later `step` (None: stop)."""
         ...
+
+
+def show_preview(callback: Preview, observation: Observation) -> None:
+    """Hand a preview to its callback: what the callback raises is logged, never the step's failure (a preview
+    only gives memory a head start). Reading the screen for it is the env's own work: its failures are loud."""
+    try:
+        callback(observation)
+    except Exception as exc:
+        log.warning("the preview callback failed (the step goes on without it): %s", exc)
 
 
 class StepLimit:

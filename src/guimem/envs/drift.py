@@ -25,7 +25,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from guimem.envs.base import Env, Transition
+from guimem.envs.base import Env, Preview, Previewing, Transition
 from guimem.errors import ConfigError, EnvError
 from guimem.types import (
     Action,
@@ -310,6 +310,11 @@ class DriftEnv:
         result = self.inner.step(action)
         self._last = result.observation
         return Transition(self._shown(result.observation), result.error, result.done)
+
+    def preview_to(self, callback: Preview | None) -> None:
+        """Forward to the wrapped env when it previews (`Previewing`), each preview as this version shows it."""
+        if isinstance(self.inner, Previewing):
+            self.inner.preview_to(None if callback is None else lambda obs: callback(self._shown(obs)))
 
     def evaluate(self) -> Outcome:
         """The wrapped env's outcome (the success check never changes)."""

@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from guimem.envs.base import Preview, Transition
+from guimem.envs.base import Preview, Transition, show_preview
 from guimem.envs.browser import Browser, launch_chrome
 from guimem.errors import EnvError, MissingDependencyError, SuiteError
 from guimem.settings import BrowserSettings, GuimemSettings
@@ -144,6 +144,7 @@ class MiniWoBEnv:
         self._snapshot: dict[str, Any] = {}
         self._obs_count = 0
         self._preview: Preview | None = None
+        self._snapshot_ms = 0.0
         self._html = miniwob_html_dir()
 
     @classmethod
@@ -248,18 +249,18 @@ class MiniWoBEnv:
 
     def _show_preview(self) -> None:
         callback = self._preview
-        if callback is None:
+        # a snapshot that takes more than half the settle wait would push the settled one later: no preview
+        if callback is None or self._snapshot_ms > self.settings.step_wait_ms / 2:
             return
-        try:
-            raw = self._js(_SNAPSHOT_JS, True)
-            elements = tuple(_element(r) for r in raw.get("elements", []))
-            callback(Observation(app="miniwob", location=page_view(elements), elements=elements,
-                                 timestamp=time.time()))
-        except Exception as exc:
-            log.debug("no preview this step: %s", exc)
+        raw = self._js(_SNAPSHOT_JS, True)
+        elements = tuple(_element(r) for r in raw.get("elements", []))
+        show_preview(callback, Observation(app="miniwob", location=page_view(elements), elements=elements,
+                                           timestamp=time.time()))
 
     def _observe(self) -> Observation:
+        started = time.perf_counter()
         self._snapshot = self._js(_SNAPSHOT_JS)
+        self._snapshot_ms = (time.perf_counter() - started) * 1000
         shot = None
         if self.screenshots_dir is not None:
             self.screenshots_dir.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from guimem.envs.attacks import Attack, Goal, Hiding, PhrasingSet, Placement, attack_for, attacker_text
-from guimem.envs.base import Env, Transition
+from guimem.envs.base import Env, Preview, Previewing, Transition
 from guimem.errors import EnvError
 from guimem.registry import default_registry
 from guimem.settings import GuimemSettings
@@ -237,6 +237,11 @@ class PoisonedEnv:
             self.events.append(AttackEvent(self._steps - 1, goal, plant.attack.id,
                                            plant.attack.url if goal is Goal.NAVIGATE else ""))
         return None
+
+    def preview_to(self, callback: Preview | None) -> None:
+        """Forward to the wrapped env when it previews (`Previewing`), each preview with the attack planted."""
+        if isinstance(self.inner, Previewing):
+            self.inner.preview_to(None if callback is None else lambda obs: callback(self._planted(obs)))
 
     def evaluate(self) -> Outcome:
         """The wrapped env's outcome: planted actions never change it."""

@@ -6,6 +6,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from guimem.agents.base import Decision, Policy, PolicyInput
 from guimem.embeddings import embedding_ms
@@ -76,6 +77,10 @@ def _with_selector(action: Action, obs: Observation) -> Action:
     return action.model_copy(update={"selector": Selector.for_element(el, obs)})
 
 
+def _speculate(memory: Speculating, task: Task, screen: Observation) -> None:
+    memory.speculate(task, screen)
+
+
 def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 3)
 
@@ -118,13 +123,13 @@ def run_episode(
     overflow = ""
     final_obs: Observation | None = None
     outcome: Outcome
-    speculating = settings.speculate and isinstance(env, Previewing) and isinstance(memory, Speculating)
+    previews = env if settings.speculate and isinstance(env, Previewing) else None
+    speculator = memory if isinstance(memory, Speculating) else None
     try:
         obs = env.reset(task)
         task = env.task
-        if speculating:
-            speculate = memory.speculate  # type: ignore[attr-defined]
-            env.preview_to(lambda screen, task=task: speculate(task, screen))  # type: ignore[attr-defined]
+        if previews is not None and speculator is not None:
+            previews.preview_to(partial(_speculate, speculator, task))
         policy.reset(task)
         max_steps = task.max_steps or settings.max_steps
         last_error: ActionError | None = None
@@ -152,8 +157,8 @@ def run_episode(
         log.warning("episode %s on %s: %s failed: %s", episode_id, task.id, failure.component, exc)
         outcome = Outcome(success=False, score=0.0, reason=f"{failure.component} failed: {exc.message}", infra=failure)
     finally:
-        if speculating:
-            env.preview_to(None)  # type: ignore[attr-defined]
+        if previews is not None and speculator is not None:
+            previews.preview_to(None)
     return Trajectory(
         episode_id=episode_id, task=task, steps=tuple(steps), final_observation=final_obs, outcome=outcome,
         env=env.name, policy=policy.name, memory=memory.name, started_at=started, wall_ms=_ms(wall),

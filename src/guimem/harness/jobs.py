@@ -171,4 +171,6 @@ class Workbench:
             memory.close()
         self._memories.clear()
         self.close_env()
+        if self._embedder is not None:
+            self._embedder.close()  # its embed-ahead thread
 

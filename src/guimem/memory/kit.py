@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
-from guimem.embeddings import Embedder, EmbedRole
+from guimem.embeddings import Embedder, EmbedRole, Prefetching
 from guimem.llm import LLMClient
 from guimem.memory.generalise import OTHER_VALUE, TaskScreen, fields_hold, serves_goal, state_text
 from guimem.memory.hostile import (
@@ -37,8 +36,6 @@ from guimem.types import (
     Selector,
     Task,
 )
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -78,13 +75,8 @@ class MemoryKit:
     def speculate_state(self, obs: Observation, task: Task) -> None:
         """Start embedding a screen that `embed_state` may soon be asked for, without waiting (an embedder
         that cannot embed ahead does nothing). What `embed_state` returns is the same either way."""
-        prefetch = getattr(self.embedder, "prefetch", None)
-        if prefetch is None:
-            return
-        try:
-            prefetch([state_text(obs, task)], EmbedRole.QUERY)
-        except Exception as exc:
-            log.debug("no speculative embedding: %s", exc)
+        if isinstance(self.embedder, Prefetching):
+            self.embedder.prefetch([state_text(obs, task)], EmbedRole.QUERY)
 
     def embed_text(self, text: str, role: EmbedRole = EmbedRole.QUERY) -> NDArray[np.float32]:
         """The embedding of one text."""

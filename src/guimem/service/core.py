@@ -94,9 +94,10 @@ class MemoryService:
                            namespace=self.namespace, embedder=self._embedder, env_factory=self._env_factory)
 
     def close(self) -> None:
-        """Close the memory and its store (idempotent)."""
+        """Close the memory and its store (idempotent), and stop the embedder's embed-ahead thread."""
         self.memory.close()
         self.store.close()
+        self._embedder.close()
 
     def _marker(self) -> tuple[str | None, str | None]:
         """What changes when any process commits to this memory: a round boundary, a curation, an import."""

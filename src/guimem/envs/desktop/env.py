@@ -27,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from guimem.envs.base import Preview, Transition
+from guimem.envs.base import Preview, Transition, show_preview
 from guimem.envs.desktop.confine import landlock_abi
 from guimem.envs.desktop.observation import Node, RefTable, Screen, action_index, build_screen
 from guimem.envs.desktop.screenshot import save_screenshot
@@ -119,6 +119,7 @@ class DesktopEnv:
         self._shot_prefix = uuid.uuid4().hex[:8]  # envs sharing a folder (workers) never overwrite each other
         self._shots = 0
         self._preview: Preview | None = None
+        self._read_s = 0.0
         self._landlock = landlock_abi() > 0
         if not self._landlock:
             log.warning("this kernel has no Landlock: desktop apps can write outside their session's folder")
@@ -281,11 +282,7 @@ class DesktopEnv:
         callback = self._preview
         if callback is None:
             return
-        try:
-            screen = self._read(RefTable(dict(self._refs.refs)))
-            callback(screen.observation)
-        except Exception as exc:
-            log.debug("no preview this step: %s", exc)
+        show_preview(callback, self._read(RefTable(dict(self._refs.refs))).observation)
 
     def _observe(self) -> Screen:
         screen = self._read(self._refs)
@@ -298,7 +295,9 @@ class DesktopEnv:
         return screen
 
     def _read(self, refs: RefTable) -> Screen:
+        started = time.monotonic()
         reply = self._request({"op": "tree"})
+        self._read_s = time.monotonic() - started
         if not reply.get("ok"):
             raise EnvError(f"the AT-SPI tree could not be read: {reply.get('error')}")
         home = self.session.env.get("HOME", "")
@@ -315,7 +314,8 @@ class DesktopEnv:
         error = self._perform(action)
         if action.kind is not ActionKind.WAIT:
             settled = time.monotonic() + self.settle_s
-            if self._preview is not None:
+            # a tree read that takes more than half the settle wait would push the settled one later: no preview
+            if self._preview is not None and self._read_s <= self.settle_s / 2:
                 time.sleep(self.settle_s / 2)
                 self._show_preview()  # memory embeds it while the app settles
             time.sleep(max(0.0, settled - time.monotonic()))
