@@ -36,19 +36,19 @@ def _run(out: Path, suite: str, rounds: int, methods: str, speculate: bool) -> s
                              "--workers", "1", flag, "--out", str(out), "--json"], stdout=subprocess.DEVNULL)
 
 
-Steps = dict[tuple[str, int, int], list[tuple[str, str, float, bool, float]]]
+Steps = dict[tuple[str, int, int], list[tuple[str, str, float, bool, float, float]]]
 
 
 def _episodes(run: RunDir, methods: list[str], rounds: int) -> dict[str, Steps]:
     """Per method, (task, seed, round) → each step's (action, injected text, recall ms, memory showed something,
-    ms of it spent computing or waiting for embeddings)."""
+    ms of it spent computing or waiting for embeddings, the env's ms: where the preview's work went)."""
     out: dict[str, Steps] = {m: {} for m in methods}
     for method in methods:
         for r in range(rounds):
             for traj in run.readable_traces(method, r).values():
                 out[method][(traj.task.id, traj.task.seed, r)] = [
                     (s.action.describe(), s.injection.text, s.timings_ms.get("recall", 0.0), bool(s.injection.items),
-                     s.timings_ms.get("embed", 0.0)) for s in traj.steps]
+                     s.timings_ms.get("embed", 0.0), s.timings_ms.get("env", 0.0)) for s in traj.steps]
     return out
 
 
@@ -75,9 +75,11 @@ def main() -> None:
     parser.add_argument("--suite", default="default")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--methods", default="graph,skills,stack")
-    parser.add_argument("--out", type=Path, default=Path("/tmp/spec-bench"))
+    parser.add_argument("--out", type=Path, default=Path("/tmp/spec-bench"), help="a new directory")
     args = parser.parse_args()
     ahead_dir, plain_dir = args.out / "speculate", args.out / "no-speculate"
+    if args.out.exists():
+        sys.exit(f"{args.out} exists: give a new --out (a run directory resumes, and would report its old traces)")
     procs = [_run(ahead_dir, args.suite, args.rounds, args.methods, True),
              _run(plain_dir, args.suite, args.rounds, args.methods, False)]
     if any(p.wait() != 0 for p in procs):
@@ -93,8 +95,8 @@ def main() -> None:
     print("Recall the agent waited for, ms, p50 / p95 (steps), over the steps where memory showed items; cold: the "
           "steps whose recall embedded the screen in the run without speculation (`timings_ms.embed` > 0)")
     print("| method | all, speculate | all, without | cold, speculate | cold, without | cold p50 ratio "
-          "| nothing shown (both) | episodes that differ |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+          "| nothing shown (both) | env step p50 (both) | episodes that differ |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for method in methods:
         # cold: the step embedded its screen in the run without speculation (paired by task, seed, round, step)
         cold = {(k, i) for k, steps in p[method].items() for i, step in enumerate(steps) if step[4] > 0}
@@ -106,8 +108,11 @@ def main() -> None:
         ca, cp = pick(a[method], True, cold), pick(p[method], True, cold)
         ratio = f"{percentiles(ca)[0] / percentiles(cp)[0]:.2f}" if ca and cp else "–"
         nothing = f"{_row('', pick(a[method], False))} · {_row('', pick(p[method], False))}"
+        env_a = [step[5] for episode in a[method].values() for step in episode]
+        env_p = [step[5] for episode in p[method].values() for step in episode]
+        envs = f"{percentiles(env_a)[0]:.1f} · {percentiles(env_p)[0]:.1f}" if env_a and env_p else "–"
         print(f"| {method} | {_row('', pick(a[method], True))} | {_row('', pick(p[method], True))} | {_row('', ca)} "
-              f"| {_row('', cp)} | {ratio} | {nothing} | {_same(a[method], p[method], skip)} |")
+              f"| {_row('', cp)} | {ratio} | {nothing} | {envs} | {_same(a[method], p[method], skip)} |")
     print(f"tasks left out of the comparison (their episodes differ without memory too): {sorted(skip) or 'none'}")
     same = _summary(RunDir(ahead_dir)) == _summary(RunDir(plain_dir))
     print(f"Pass@k the same in both runs: {same}")
