@@ -1,8 +1,8 @@
 """The recall time the agent waits for, with and without speculative screen embedding, in a real MiniWoB++ eval.
 
-Two evaluations of one suite run side by side (``--workers 1`` each, so both see the same load): one with
-``--speculate`` (the env previews the screen it will return while the page settles, and memory embeds it on a
-background thread), one with ``--no-speculate``. From their traces, per method, over the steps where memory
+Two evaluations of one suite run side by side (``--workers 1`` each, so both see the same load): one as
+``guimem eval`` runs by default (the env previews the screen it will return while the page settles, and memory
+embeds it on a background thread), one with ``--no-speculate``. From their traces, per method, over the steps where memory
 had something to show (the injection has items) and, apart, the steps where it had nothing: the recall time
 the agent waited for (``Step.timings_ms["recall"]``), p50 and p95, and the ratio of the two runs. Then the
 check that speculation changed nothing but time: every episode's actions and injected texts are the same in
@@ -31,9 +31,9 @@ GUIMEM = str(Path(sys.executable).with_name("guimem"))
 
 
 def _run(out: Path, suite: str, rounds: int, methods: str, speculate: bool) -> subprocess.Popen[bytes]:
-    flag = "--speculate" if speculate else "--no-speculate"
+    flag = [] if speculate else ["--no-speculate"]
     return subprocess.Popen([GUIMEM, "eval", "--suite", suite, "--rounds", str(rounds), "--methods", methods,
-                             "--workers", "1", flag, "--out", str(out), "--json"], stdout=subprocess.DEVNULL)
+                             "--workers", "1", *flag, "--out", str(out), "--json"], stdout=subprocess.DEVNULL)
 
 
 Steps = dict[tuple[str, int, int], list[tuple[str, str, float, bool, float, float]]]

@@ -177,18 +177,18 @@ def eval_command(
                                              "(--drift-to; docs/drift.md). Default: the suite's drift_at; 0: none."),
     drift_to: str = typer.Option("v1", "--drift-to", help="The version shown from --drift-at on: v1 (relabelled, "
                                  "reordered, renamed ids, moved), v2 and later (also a notice to dismiss first)."),
-    speculate: bool = typer.Option(True, "--speculate/--no-speculate",
-                                   help="Embed the screen the env expects while it settles, so recall does not wait "
-                                        "for it (only timing changes; recorded in run_spec.json)."),
+    no_speculate: bool = typer.Option(False, "--no-speculate",
+                                      help="Do not embed the screen the env shows while it settles (by default memory "
+                                           "does, so recall need not wait for it; only timing changes)."),
     json_output: bool = typer.Option(False, "--json", help="Print summary.json instead of the table."),
 ) -> None:
     """Run (or resume) a lifelong evaluation; write results, traces, summary.json and report.html to OUT."""
     st = state(ctx, json_output)
     try:
         spec = _spec(st, env, suite, rounds, methods, policy, workers, backend, exclude_source_task, context,
-                     screenshots, store, address, defences, drift_at, drift_to, speculate)
+                     screenshots, store, address, defences, drift_at, drift_to, not no_speculate)
         learn = _spec(st, env, learn_suite, rounds, methods, policy, workers, backend, exclude_source_task, context,
-                      screenshots, store, address, defences, 0, speculate=speculate) if learn_suite else None
+                      screenshots, store, address, defences, 0, speculate=not no_speculate) if learn_suite else None
         check_out_dir(out)
         runs = [spec] if learn is None else [learn, spec]
         total = sum(len(s.suite.tasks) * s.rounds * len(s.methods) for s in runs)
