@@ -2,8 +2,8 @@
 
 Two evaluations of one suite run side by side (``--workers 1`` each, so both see the same load): one as
 ``guimem eval`` runs by default (the env previews the screen it will return while the page settles, and memory
-embeds it on a background thread), one with ``--no-speculate``. From their traces, per method, over the steps where memory
-had something to show (the injection has items) and, apart, the steps where it had nothing: the recall time
+embeds it on a background thread), one with ``--no-speculate``. From their traces, per method, over the steps
+where memory had something to show (the injection has items) and, apart, the steps where it had nothing: the recall time
 the agent waited for (``Step.timings_ms["recall"]``), p50 and p95, and the ratio of the two runs. Then the
 check that speculation changed nothing but time: every episode's actions and injected texts are the same in
 both runs (left out: tasks whose episodes differ between the runs without memory too, the env's own timing,
