@@ -447,3 +447,36 @@ def test_a_step_with_a_preview_takes_the_settle_wait_and_previews_once(env):
     assert len(seen) == 1 and result.error is None
     assert took >= env.settle_s
     assert seen[0].location == result.observation.location == obs.location
+
+
+def test_the_first_screen_waits_until_the_keyboard_focus_has_settled(monkeypatch):
+    from types import SimpleNamespace
+
+    from guimem.types import Observation, UIElement
+
+    def screen(focused: bool) -> SimpleNamespace:
+        box = UIElement(ref="1", role=Role.TEXTBOX, text="", editable=True, focused=focused)
+        return SimpleNamespace(observation=Observation(app="mousepad", location="notes.txt - Mousepad",
+                                                       elements=(box,)))
+
+    reads = iter([screen(False), screen(False), screen(True), screen(True)])
+    env = DesktopEnv()
+    monkeypatch.setattr(env, "_observe", lambda: next(reads))
+    monkeypatch.setattr(time, "sleep", lambda s: None)
+    first = env._wait_for_window("Mousepad")
+    assert first.elements[0].focused  # not the two agreeing reads from before the focus moved in
+
+
+def test_a_window_that_focuses_nothing_is_taken_once_the_focus_wait_is_over(monkeypatch):
+    from types import SimpleNamespace
+
+    import guimem.envs.desktop.env as desktop_env
+    from guimem.types import Observation, UIElement
+
+    label = UIElement(ref="1", role=Role.TEXT, text="0")
+    shown = SimpleNamespace(observation=Observation(app="galculator", location="galculator", elements=(label,)))
+    env = DesktopEnv()
+    monkeypatch.setattr(env, "_observe", lambda: shown)
+    monkeypatch.setattr(time, "sleep", lambda s: None)
+    monkeypatch.setattr(desktop_env, "FOCUS_WAIT_S", 0.0)
+    assert env._wait_for_window("galculator") is shown.observation

@@ -95,6 +95,10 @@ def xdotool_key(name: str) -> str | None:
     return None if key is None else "+".join([*(mods[p.lower()] for p in head), key])
 
 
+FOCUS_WAIT_S = 2.0
+"""How long a new window may take to give one of its elements the keyboard focus."""
+
+
 class DesktopEnv:
     """Desktop GTK applications as an `Env`.
 
@@ -255,14 +259,22 @@ class DesktopEnv:
         app.wait()
 
     def _wait_for_window(self, title: str) -> Observation:
-        """Observe until the app's window is up and two reads agree (the app has finished building it)."""
+        """Observe until the app's window is up, two reads agree (the app has finished building it) and the
+        keyboard focus is in it. GTK moves the focus into a window some time after showing it, so a first screen
+        read before or after that differs for the agent: in a 5-round run, one task's first screen had mousepad's
+        text view focused in two of its five starts and not in the other three, and the explorer's first step
+        differed. A window that gives no element the focus is taken after `FOCUS_WAIT_S`."""
         deadline = time.monotonic() + self.start_timeout_s
+        focus_by: float | None = None
         last = None
         while time.monotonic() < deadline:
             screen = self._observe()
-            shown = [(e.role, e.text, e.value) for e in screen.observation.elements]
-            if title in screen.observation.location and shown == last:
-                return screen.observation
+            elements = screen.observation.elements
+            shown = [(e.role, e.text, e.value, e.focused) for e in elements]
+            if title in screen.observation.location:
+                focus_by = focus_by or time.monotonic() + FOCUS_WAIT_S
+                if shown == last and (any(e.focused for e in elements) or time.monotonic() >= focus_by):
+                    return screen.observation
             last = shown
             time.sleep(0.2)
         if self._app is not None and self._app.poll() is not None:
