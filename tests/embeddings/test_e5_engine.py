@@ -167,7 +167,7 @@ def test_the_embedder_takes_hostile_texts_on_either_engine(engine):
     assert not np.allclose(v[0], emb.embed(["before"])[0])
 
 
-@pytest.mark.parametrize("preset", [None, "ACTIVE"])
+@pytest.mark.parametrize("preset", [None, "ACTIVE", "spincount"])
 def test_openmp_threads_sleep_while_they_wait_unless_the_user_chose(preset):
     """The engines load with OMP_WAIT_POLICY=PASSIVE (spinning threads collapse under load: see
     benchmarks/e5_under_load.py); a policy the user set is kept. Checked in a fresh process, where libgomp
@@ -175,14 +175,16 @@ def test_openmp_threads_sleep_while_they_wait_unless_the_user_chose(preset):
     import os
     import sys
 
-    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-    if preset:
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    if preset == "spincount":
+        env["GOMP_SPINCOUNT"] = "10000"
+    elif preset:
         env["OMP_WAIT_POLICY"] = preset
     probe = ("import os; from guimem.embeddings.e5 import E5Embedder; E5Embedder().embed(['x']); "
              "print(os.environ.get('OMP_WAIT_POLICY'))")
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120,
                          check=True)
-    assert out.stdout.strip() == (preset or "PASSIVE")
+    assert out.stdout.strip() == {None: "PASSIVE", "spincount": "None"}.get(preset, preset)
 
 
 def test_bulk_work_goes_to_the_engine_in_chunks_with_the_same_vectors(monkeypatch):

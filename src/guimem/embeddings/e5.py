@@ -140,12 +140,16 @@ def _passive_openmp() -> None:
     """Let the engines' OpenMP threads sleep as soon as they wait (unless the user chose otherwise).
 
     Both engines split each text's matrix products over OpenMP threads, many parallel regions per text, each
-    ending at a barrier. By default a waiting thread spins; on a busy machine (evaluation workers, browsers,
-    desktop apps: more runnable threads than cores) it then spins away its time slice waiting for a partner
-    the scheduler has not run, at every barrier. Measured on this project's 2-core machine at load 8: a
-    screen of 40 words took 1,248 ms at the median with spinning threads and 58 ms with sleeping ones.
-    libgomp reads the setting once, when it loads, so it is set before either engine is loaded."""
-    os.environ.setdefault(OPENMP_WAIT_ENV, "PASSIVE")
+    ending at a barrier. With libgomp's default a waiting thread spins first; on a busy machine (evaluation
+    workers, browsers, desktop apps: more runnable threads than cores) it spins away its time slice waiting for
+    a partner the scheduler has not run, at every barrier. `benchmarks/e5_under_load.py` on this project's
+    2-core machine, a 40-word screen: with two processes spinning beside it, p50 121 ms sleeping against 168 ms
+    with libgomp's default and p95 143 against 284 (at a load of 8, in an earlier run, 58 against 1,248 ms
+    p50); on an idle machine sleeping costs time (52 against 36 ms p50 in the same run). Recall runs beside
+    browsers and apps, so the busy case is the one that matters. libgomp reads the setting once, when it
+    loads, so it is set before either engine is loaded."""
+    if OPENMP_WAIT_ENV not in os.environ and "GOMP_SPINCOUNT" not in os.environ:  # the user's choice stands
+        os.environ[OPENMP_WAIT_ENV] = "PASSIVE"
 
 
 def load_model(variant: str, num_threads: int | None, engine: str | None = None) -> tuple[Any, str]:
