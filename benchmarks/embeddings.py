@@ -62,7 +62,7 @@ def measure(engine: str, texts: list[str], repeat: int) -> dict[str, object]:
 
 def bulk_rates(count: int) -> None:
     """Texts per second for bulk work (item texts, as a first open or an import embeds them), by the chunk size
-    `E5Embedder.embed` hands the engine (`guimem.embeddings.e5.CHUNK`)."""
+    `E5Embedder.embed` hands the engine (`guimem.embeddings.base.CHUNK`, as e5 reads it)."""
     from guimem.embeddings import e5 as e5mod
 
     shipped = e5mod.CHUNK

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from guimem.embeddings.base import EmbedRole, Vectors, normalise_rows
+from guimem.embeddings.base import CHUNK, EmbedRole, Vectors, normalise_rows
 from guimem.errors import MissingDependencyError
 
 log = logging.getLogger(__name__)
@@ -128,12 +128,6 @@ class FastE5:
 
 
 OPENMP_WAIT_ENV = "OMP_WAIT_POLICY"
-CHUNK = 32
-"""Texts per call into the engine. Bulk work (a first open, an import, `learn` of many trajectories) goes in
-chunks of this size: the engine's rate is flat from 8 texts a call upwards (`benchmarks/embeddings.py --only-bulk`:
-45 texts/s at 32 and 46 at 1,024 on this project's 2-core machine under load, 29 one at a time), so chunks cost
-nothing, keep the engine's scratch memory bounded, and let a recall that needs the engine wait for one chunk, not
-for the whole bulk job."""
 
 
 def _passive_openmp() -> None:

@@ -126,6 +126,14 @@ def _element(raw: dict[str, Any]) -> UIElement:
     )
 
 
+def _observation(snapshot: dict[str, Any], screenshot: str | None = None) -> Observation:
+    """A page snapshot as an observation; its location is the page's structure, never the task id (sibling
+    tasks share their pages)."""
+    elements = tuple(_element(raw) for raw in snapshot.get("elements", []))
+    return Observation(app="miniwob", location=page_view(elements), elements=elements, screenshot=screenshot,
+                       timestamp=time.time())
+
+
 class MiniWoBEnv:
     """MiniWoB++ tasks as an `Env`.
 
@@ -252,10 +260,7 @@ class MiniWoBEnv:
         # a snapshot that takes more than half the settle wait would push the settled one later: no preview
         if callback is None or self._snapshot_ms > self.settings.step_wait_ms / 2:
             return
-        raw = self._js(_SNAPSHOT_JS, True)
-        elements = tuple(_element(r) for r in raw.get("elements", []))
-        show_preview(callback, Observation(app="miniwob", location=page_view(elements), elements=elements,
-                                           timestamp=time.time()))
+        show_preview(callback, _observation(self._js(_SNAPSHOT_JS, True)))
 
     def _observe(self) -> Observation:
         started = time.perf_counter()
@@ -268,10 +273,7 @@ class MiniWoBEnv:
             self.driver.save_screenshot(str(path))
             shot = str(path)
         self._obs_count += 1
-        elements = tuple(_element(raw) for raw in self._snapshot.get("elements", []))
-        # the page's structure, never the task id: sibling tasks share their pages
-        return Observation(app="miniwob", location=page_view(elements), elements=elements, screenshot=shot,
-                           timestamp=time.time())
+        return _observation(self._snapshot, shot)
 
     def step(self, action: Action) -> Transition:
         """Perform a UI action; failures come back as `ActionError` (a dead browser raises `EnvError`)."""

@@ -77,10 +77,6 @@ def _with_selector(action: Action, obs: Observation) -> Action:
     return action.model_copy(update={"selector": Selector.for_element(el, obs)})
 
 
-def _speculate(memory: Speculating, task: Task, screen: Observation) -> None:
-    memory.speculate(task, screen)
-
-
 def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 3)
 
@@ -129,7 +125,7 @@ def run_episode(
         obs = env.reset(task)
         task = env.task
         if previews is not None and speculator is not None:
-            previews.preview_to(partial(_speculate, speculator, task))
+            previews.preview_to(partial(speculator.speculate, task))
         policy.reset(task)
         max_steps = task.max_steps or settings.max_steps
         last_error: ActionError | None = None
