@@ -54,3 +54,27 @@ def test_for_element_always_resolves_back_to_the_same_element(text):
     ))
     for el in obs.elements:
         assert Selector.for_element(el, obs).resolve(obs).element.ref == el.ref
+
+
+def test_a_selector_learned_on_an_unnamed_element_does_not_name_a_named_one():
+    """A document's unnamed text box gives ``textbox ""``; it must not resolve to a dialog's "Name" field (the
+    desktop harm: a routine typed its file name into the document instead of the dialog, or the other way)."""
+    editor = Observation(app="mousepad", elements=(UIElement(ref="1", role=Role.TEXTBOX, editable=True),))
+    sel = Selector.for_element(editor.elements[0], editor)
+    dialog = Observation(app="mousepad", elements=(
+        UIElement(ref="7", role=Role.TEXTBOX, label="Name", editable=True),
+        UIElement(ref="8", role=Role.BUTTON, text="Save", clickable=True),
+    ))
+    assert sel.resolve(dialog).status is MatchStatus.NO_MATCH
+    both = Observation(app="mousepad", elements=(*dialog.elements, editor.elements[0]))
+    assert sel.resolve(both).element.ref == "1"
+    labelled = Selector.for_element(dialog.elements[0], dialog)
+    assert labelled.resolve(both).element.ref == "7"
+
+
+@given(st.lists(st.sampled_from(["", "OK", "Name"]), min_size=1, max_size=5))
+def test_an_unnamed_element_resolves_back_to_itself_among_named_ones(names):
+    obs = Observation(app="w", elements=tuple(
+        UIElement(ref=str(i), role=Role.TEXTBOX, label=n, editable=True) for i, n in enumerate(names)))
+    for el in obs.elements:
+        assert Selector.for_element(el, obs).resolve(obs).element.ref == el.ref

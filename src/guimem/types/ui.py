@@ -110,6 +110,10 @@ def fill(template: str, params: dict[str, str]) -> str:
     return _PLACEHOLDER.sub(lambda m: params.get(m.group(1), m.group(0)), template)
 
 
+def _named(el: UIElement) -> bool:
+    return any(normalise_text(getattr(el, attr)) for attr in ("text", "label", "resource_id"))
+
+
 def _reported(el: UIElement) -> bool:
     return el.bounds.w > 0 or el.bounds.h > 0
 
@@ -178,7 +182,8 @@ class Selector(BaseModel):
     """A portable description of an element, resolved anew against each observation.
 
     Each field may hold ``{param}`` placeholders that are bound from task parameters. Fields left
-    empty do not constrain the match. ``contains`` makes ``text`` match as a substring (a row whose
+    empty do not constrain the match, except that a selector naming nothing (no text, label or resource id)
+    matches only elements that have none either: it was learned on an unnamed element. ``contains`` makes ``text`` match as a substring (a row whose
     text includes a sender's name). ``nth`` picks among several matches in document order; ``near``
     picks the match nearest an anchor, the one element whose text contains ``near`` (the star icon in
     the row of the e-mail from ``{by}``), so the choice follows a value rather than a position.
@@ -231,6 +236,8 @@ class Selector(BaseModel):
         out = []
         for el in observation.elements:
             if bound.role is not None and el.role is not bound.role:
+                continue
+            if not want and _named(el):  # a selector that names nothing was learned on an unnamed element
                 continue
             if all(self._field_matches(attr, normalise_text(getattr(el, attr)), value) for attr, value in want):
                 out.append(el)
