@@ -212,6 +212,7 @@ def child(method: str, store_path: str, queries: int, cache_dir: str | None,
     shots = [(t.task, o) for t in trajs for o in t.observations]
     random.Random(3).shuffle(shots)
     rss0 = _rss_mb()
+    _reset_peak()
     start = time.perf_counter()
     memory = open_memory(method, str(store_path), settings, embedder=embedder, create=False)
     opened = time.perf_counter() - start
@@ -219,9 +220,10 @@ def child(method: str, store_path: str, queries: int, cache_dir: str | None,
     memory.recall(RecallQuery(task=task, observation=obs))
     first = time.perf_counter() - start
     rss = _rss_mb() - rss0  # resident memory the open and first recall added
+    peak = _peak_mb() - rss0  # the most they held at any moment
     if not cache_dir or stand_in:  # nothing more to measure
         memory.close()
-        out = {"open_s": opened, "first_recall_s": first, "rss_mb": rss}
+        out = {"open_s": opened, "first_recall_s": first, "rss_mb": rss, "peak_mb": peak}
         if isinstance(embedder, CachedEmbedder) and isinstance(embedder.inner, StandIn):
             out["stood_in"] = embedder.inner.stood_in
         return out
@@ -250,7 +252,7 @@ def child(method: str, store_path: str, queries: int, cache_dir: str | None,
         CachedEmbedder(inner).embed([_state(obs, task)])
         parts.append((time.perf_counter() - t0) * 1000)
     memory.close()
-    return {"open_s": opened, "first_recall_s": first, "rss_mb": rss, "cold_p50": _p(cold, 0.5),
+    return {"open_s": opened, "first_recall_s": first, "rss_mb": rss, "peak_mb": peak, "cold_p50": _p(cold, 0.5),
             "cold_p95": _p(cold, 0.95), "warm_p50": _p(warm, 0.5), "embed_p50": _p(parts, 0.5),
             "first_step_p50": _p(first_step, 0.5), "queries": len(cold)}
 
@@ -269,6 +271,19 @@ def _rss_mb() -> float:
     """This process's resident set size now (MB), from /proc."""
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _reset_peak() -> None:
+    """Start this process's peak resident size (VmHWM) afresh (Linux: ``/proc/self/clear_refs`` 5)."""
+    Path("/proc/self/clear_refs").write_text("5")
+
+
+def _peak_mb() -> float:
+    """This process's peak resident set size since `_reset_peak` (MB)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     return float("nan")
 
@@ -430,6 +445,9 @@ def main() -> None:
                          after["first_recall_s"] / open_target))
             rows.append((f"{method} resident memory per {size:,} items (before → after)",
                          f"{before['rss_mb']:.0f} MB → {after['rss_mb']:.0f} MB", None, None))
+            if size >= 1_000_000:
+                rows.append((f"{method} peak resident memory of a first open @{size:,}",
+                             f"{before['peak_mb']:.0f} MB", 2048, before["peak_mb"] / 2048))
             print(json.dumps({f"{method}@{size}": result}), flush=True)
     if "ann" not in skip:
         result = ann(args.ann)

@@ -157,7 +157,7 @@ def test_the_stack_embeds_its_items_once_across_opens(kit, tmp_path):
     stack.learn(episode([USER, PASS, LOGIN], seed=3))
     stack.commit_round(1, [])
     expected = [(i.id, i.text) for i in stack.recall(query()).items]
-    assert stack._vectors, "items were embedded"
+    assert len(stack._texts) > 0, "items were embedded"
     fresh_embedder = type(kit.embedder)(kit.embedder.inner)
     seen = []
     inner_embed = fresh_embedder.inner.embed
@@ -209,7 +209,9 @@ def test_steer_with_a_stale_cache_reads_the_store(kit, tmp_path):
     steer = _steer_rounds(kit)
     steer.lifecycle.set_status(next(iter(steer.items())), "rejected", "test")  # a write the cache never saw
     again = SteerMemory(kit)
-    assert again.lifecycle.loaded and again.stats() == steer.stats()
+    assert again.stats() == steer.stats()
+    assert not again.lifecycle.loaded, "a first open reads the items a chunk at a time and keeps none"
+    assert again.lifecycle.view.kept_items() == 0
 
 
 def test_skills_open_from_the_cache_and_read_bodies_on_demand(kit, tmp_path):
@@ -252,3 +254,38 @@ def test_skills_opened_without_a_cache_keep_no_bodies_and_write_the_cache(kit, t
     assert first._names is not None and not first.view.kept_items() and not first._skills
     assert ([(i.id, i.name, i.text) for i in first.recall(query()).items], first.stats()) == expected
     assert any((tmp_path / "cache").rglob("names.npy")), "and the cache is written for the next open"
+
+
+def test_a_first_open_reads_the_items_a_chunk_at_a_time_and_keeps_none(kit, tmp_path, monkeypatch):
+    """#34: opening without the index cache streams the items (steer and the stack): no call reads them all, no
+    body is kept, the stack's texts are embedded there, and recall is what it was in the memory that learned."""
+    from guimem.memory.stack import StackMemory
+    from guimem.memory.steer.lifecycle import Admission
+    from guimem.memory.steer.memory import SteerMemory
+    from guimem.memory.view import ItemView
+
+    for cls in (SteerMemory, StackMemory):
+        learned = cls(_cached(kit, tmp_path / cls.__name__))
+        for r in range(2):
+            trajs = [episode([USER, PASS, LOGIN], seed=10 * r + 1, memory=learned, round_index=r, slot=0),
+                     episode([USER, CANCEL], seed=10 * r + 2, memory=learned, round_index=r, slot=1)]
+            learned.commit_round(r, trajs)
+        queries = [RecallQuery(task=query().task, observation=query().observation, slot=slot) for slot in range(4)]
+        expected = [[(i.id, i.text) for i in learned.recall(q).items] for q in queries]
+        assert any(expected), f"{cls.__name__}: something to recall"
+
+        chunks: list[int] = []
+        stream = ItemView.stream
+        monkeypatch.setattr(ItemView, "stream", lambda self, statuses=None, chunk=500: (
+            chunks.append(len(part)) or part for part in stream(self, statuses, chunk=1)))
+        monkeypatch.setattr(Admission, "_load", lambda self: (_ for _ in ()).throw(AssertionError("read them all")))
+        fresh = dataclasses.replace(kit, cache_dir=tmp_path / f"{cls.__name__}-fresh",
+                                    embedder=type(kit.embedder)(kit.embedder.inner))
+        again = cls(fresh)
+        assert len(chunks) > 1 and set(chunks) == {1}, "one chunk at a time"
+        assert not again.lifecycle.loaded and again.lifecycle.view.kept_items() == 0
+        embedded = fresh.embedder.misses
+        assert [[(i.id, i.text) for i in again.recall(q).items] for q in queries] == expected
+        if cls is StackMemory:
+            assert embedded > 0 and len(again._texts) > 0, "the item texts were embedded while streaming"
+        monkeypatch.undo()

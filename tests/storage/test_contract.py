@@ -57,6 +57,23 @@ def test_query_filters_by_kind_and_status(store):
     assert store.query("other") == []
 
 
+def test_scan_hands_out_what_query_returns_a_chunk_at_a_time(store):
+    from guimem.storage.base import Scanning
+
+    assert isinstance(store, Scanning)
+    for i in range(1205):
+        store.put(rec(f"i{i:04d}" if i % 2 else f"z{i}", kind="edge" if i % 5 else "node",
+                      status="admitted" if i % 3 else "candidate"))
+    store.put(rec("i0001", kind="edge", status="candidate"))  # a new version, out of the filter
+    store.put(Record("x", "edge", "elsewhere", "admitted", "{}"))  # another namespace
+    for kind, statuses in ((None, None), ("edge", ["admitted"]), ("node", []), ("edge", ["admitted", "candidate"])):
+        chunks = list(store.scan("graph", kind, statuses, chunk=100))
+        assert [r.id for part in chunks for r in part] == [r.id for r in store.query("graph", kind, statuses)]
+        assert all(0 < len(part) <= 100 for part in chunks)
+        assert [r.body for part in chunks for r in part] == [r.body for r in store.query("graph", kind, statuses)]
+    assert list(store.scan("nothing")) == []
+
+
 def test_vectors_round_trip(store):
     v = np.arange(4, dtype=np.float32)
     store.put(Record("a", "node", "graph", "active", "{}", pack_vector(v)))

@@ -138,23 +138,19 @@ class GraphMemory(StoredRounds):
             return
         self._nodes = create_index(self.kit.vector_index, self.kit.embedder.dim)
         self._edge_sources = create_index(self.kit.vector_index, self.kit.embedder.dim)
-        node_ids, node_vecs = [], []
-        for rec, _ in self.nodes.load():
-            vec = rec.vector_array()
-            if vec is not None:
-                node_ids.append(rec.id)
-                node_vecs.append(vec)
-        if node_ids:
-            self._nodes.add(node_ids, np.stack(node_vecs))
-        edge_ids, edge_vecs = [], []
-        for rec, edge in self.edges.load([ItemStatus.ACTIVE]):
-            self._index_edge(rec.id, edge)
-            vec = rec.vector_array() if flat else None
-            if vec is not None:
-                edge_ids.append(rec.id)
-                edge_vecs.append(vec)
-        if edge_ids:
-            self._edge_sources.add(edge_ids, np.stack(edge_vecs))
+        for nodes in self.nodes.stream():  # a chunk at a time: no call holds every body
+            vectors = [(rec.id, vec) for rec, _ in nodes if (vec := rec.vector_array()) is not None]
+            if vectors:
+                self._nodes.add([i for i, _ in vectors], np.stack([v for _, v in vectors]))
+        for edges in self.edges.stream([ItemStatus.ACTIVE]):
+            sources = []
+            for rec, edge in edges:
+                self._index_edge(rec.id, edge)
+                vec = rec.vector_array() if flat else None
+                if vec is not None:
+                    sources.append((rec.id, vec))
+            if sources:
+                self._edge_sources.add([i for i, _ in sources], np.stack([v for _, v in sources]))
         self._dirty = True
         self._save_cache()
 

@@ -24,7 +24,6 @@ from numpy.typing import NDArray
 from guimem.errors import FileConflictError
 from guimem.memory.kit import MemoryKit
 from guimem.types.files import write_atomic
-from guimem.vectors import VectorIndex
 
 log = logging.getLogger(__name__)
 FORMAT = 1
@@ -36,6 +35,19 @@ class Revisioned(Protocol):
 
     def revision(self, namespace: str) -> str:
         """A marker that changes whenever an item of ``namespace`` is written."""
+        ...
+
+
+class Saved(Protocol):
+    """What an entry holds: anything that saves itself into a folder and loads from one (a `VectorIndex`, a
+    `VectorTable`)."""
+
+    def save(self, path: Path) -> None:
+        """Write into ``path``."""
+        ...
+
+    def load(self, path: Path) -> None:
+        """Read what `save` wrote."""
         ...
 
 
@@ -124,7 +136,7 @@ class IndexCache:
             if stale is not None and stale != fresh:
                 shutil.rmtree(stale, ignore_errors=True)
 
-    def open_index(self, name: str, index: VectorIndex, revision: bool = True) -> dict[str, Any] | None:
+    def open_index(self, name: str, index: Saved, revision: bool = True) -> dict[str, Any] | None:
         """Fill ``index`` from entry ``name`` when it is valid; returns the entry's extras (None: rebuild)."""
         found = self.load(name, revision)
         if found is None:
@@ -137,7 +149,7 @@ class IndexCache:
             return None
         return extras
 
-    def save_index(self, name: str, index: VectorIndex, arrays: dict[str, NDArray[Any]] | None = None,
+    def save_index(self, name: str, index: Saved, arrays: dict[str, NDArray[Any]] | None = None,
                    extras: dict[str, Any] | None = None, revision: bool = True) -> None:
         """Persist ``index`` (and side arrays) as entry ``name``."""
         def write(folder: Path) -> None:

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -43,7 +43,7 @@ from guimem.memory.steer.items import (
 from guimem.memory.steer.lifecycle import Admission, AdmissionMembers
 from guimem.memory.steer.memory import CachedContracts, build_extractors, compatible, item_view
 from guimem.memory.steer.propose import Proposer
-from guimem.memory.steer.scope import offerable, transfer_arm, transferable
+from guimem.memory.steer.scope import offerable, transfer_arm
 from guimem.memory.subgoals import (
     Annotator,
     LLMAnnotator,
@@ -66,7 +66,7 @@ from guimem.types import (
     Trajectory,
     shorten,
 )
-from guimem.vectors.exact import ExactIndex
+from guimem.vectors.table import VectorTable
 
 KIND_CAPS = {"procedure": 1, "warning": 1, "skill": 2, "edge": 2}
 
@@ -186,47 +186,50 @@ class StackMemory(AdmissionMembers, StoredRounds):
         parser, proposer = build_extractors(kit, self.spec.extractor)
         self.contract = CachedContracts(parser)
         llm = kit.llm if self.spec.extractor == "llm" else None
-        self.lifecycle = Admission(kit, self.spec.steer.gate, StackProposer(proposer, parser, env_factory, llm),
-                                   rules=self.spec.admission)
-        self.rounds = RoundLog(kit.store, kit.namespace, screen=kit.defences.quarantine)
         self.tau = tau_for(kit.embedder.name)
-        self._vectors: dict[str, NDArray[np.float32]] = {}
         self.cache = IndexCache(kit)
-        self._states: dict[str, NDArray[np.float32]] = {}  # edges' screens, by state text
-        # vectors of texts already embedded, by a hash of the text (valid whatever the store did since),
-        # memory-mapped from the index cache and looked up one by one
-        self._texts = ExactIndex(kit.embedder.dim)
+        # vectors of every text embedded (item texts, edges' screens), by a hash of the text (valid whatever
+        # the store did since), memory-mapped from the index cache and looked up one by one: the only place
+        # an item's vector is held
+        self._texts = VectorTable(kit.embedder.dim, spill_dir=self.cache.folder)
         if self.cache.open_index("texts", self._texts, revision=False) is None:
-            self._texts = ExactIndex(kit.embedder.dim)
+            self._texts = VectorTable(kit.embedder.dim, spill_dir=self.cache.folder)
         self._unsaved = False
-        self._pool: dict[str, list[str]] | None = None  # transferable items by app, built on first need
-        if self.lifecycle.loaded:  # opened from the index cache: items (and their vectors) are read on demand
-            self._warm()
+        self._skills: dict[str, str] = {}  # name → id of the skills recall has shown (what a policy can run)
+        # opened without its index cache, the lifecycle reads the items a chunk at a time and the texts of each
+        # chunk are embedded there (`_embed_items`); from the cache, nothing is read until recall needs it
+        self.lifecycle = Admission(kit, self.spec.steer.gate, StackProposer(proposer, parser, env_factory, llm),
+                                   rules=self.spec.admission, on_scan=self._embed_items)
+        self.rounds = RoundLog(kit.store, kit.namespace, screen=kit.defences.quarantine)
         self._save_cache()
 
-    def _embed(self, texts: list[str], role: EmbedRole) -> list[NDArray[np.float32]]:
-        """Vectors of ``texts``: from the text cache, the rest embedded in one batch."""
+    def _ensure(self, texts: list[str], role: EmbedRole) -> list[str]:
+        """Embed the ``texts`` not in the text vectors yet, in one batch; their keys."""
         keys = [text_key(t, role) for t in texts]
         todo = sorted({(k, t) for k, t in zip(keys, texts, strict=True) if k not in self._texts})
         if todo:
             self._texts.add([k for k, _ in todo], self.kit.embedder.embed([t for _, t in todo], role))
             self._unsaved = True
-        out = [self._texts.get(k) for k in keys]
+        return keys
+
+    def _embed(self, texts: list[str], role: EmbedRole) -> list[NDArray[np.float32]]:
+        """Vectors of ``texts``: from the text vectors, the rest embedded in one batch."""
+        out = [self._texts.get(k) for k in self._ensure(texts, role)]
         return [v for v in out if v is not None]
 
+    def _embed_items(self, items: Sequence[tuple[str, KnowledgeItem]]) -> None:
+        """Embed the texts of ``items`` not embedded yet: their content (recall's relevance) and, for edges,
+        their screen (`_fits_screen`), in batches, kept in the text vectors, so that recall never embeds an
+        item. Called with each chunk of a first open and with every live item after a boundary."""
+        self._ensure([it.content for _, it in items], EmbedRole.PASSAGE)
+        states = sorted({it.applicability.state for _, it in items if it.kind == "edge" and it.applicability.state})
+        if states:
+            self._ensure(states, EmbedRole.QUERY)
+
     def _warm(self) -> None:
-        """Vectors of every recallable item's text and every edge's screen, when the memory opens and
-        after each boundary (embedded once, in batches, and kept in the index cache between opens), so
-        that recall never embeds an item."""
-        live = [(i, it) for i, (it, st) in self.lifecycle.entries.items()
-                if st in (ItemStatus.ADMITTED, *UNDER_TEST) and i not in self._vectors]
-        if live:
-            vectors = self._embed([it.content for _, it in live], EmbedRole.PASSAGE)
-            self._vectors.update({i: v for (i, _), v in zip(live, vectors, strict=True)})
-        states = sorted({it.applicability.state for _, it in live if it.kind == "edge" and it.applicability.state}
-                        - set(self._states))
-        if states:  # read by `_fits_screen`
-            self._states.update(zip(states, self._embed(states, EmbedRole.QUERY), strict=True))
+        """After a boundary or a refresh of a memory that holds every item: embed the live items' texts."""
+        self._embed_items([(i, it) for i, (it, st) in self.lifecycle.entries.items()
+                           if st in (ItemStatus.ADMITTED, *UNDER_TEST)])
 
     def _after_commit(self) -> None:
         """Refresh the index cache after a committed round: the admission lifecycle's, then the text vectors."""
@@ -236,6 +239,7 @@ class StackMemory(AdmissionMembers, StoredRounds):
     def _before_close(self) -> None:
         """Persist the text vectors embedded since the last save."""
         self._save_cache()
+        self._texts.close()
 
     def _save_cache(self) -> None:
         """Persist the text vectors embedded since the last save."""
@@ -243,12 +247,13 @@ class StackMemory(AdmissionMembers, StoredRounds):
             return
         self.cache.save_index("texts", self._texts, revision=False)
         self._unsaved = False
+        # read them back memory-mapped: what was added (in memory and spilled to disk) is dropped
+        self.cache.open_index("texts", self._texts, revision=False)
 
     def refresh(self) -> bool:
         """Catch up with the store without reopening; the new items' texts are embedded when recall needs them."""
         if not self.lifecycle.refresh():
             return False
-        self._pool = None
         if self.lifecycle.loaded:
             self._warm()
         return True
@@ -256,7 +261,6 @@ class StackMemory(AdmissionMembers, StoredRounds):
     def end_round(self) -> None:
         """Gate decisions, merges, the next round; then embed the new items."""
         self.lifecycle.end_round()
-        self._pool = None
         self._warm()
 
     @property
@@ -265,10 +269,8 @@ class StackMemory(AdmissionMembers, StoredRounds):
         return "stack"
 
 
-    def _vector(self, item_id: str, item: KnowledgeItem) -> NDArray[np.float32]:
-        if item_id not in self._vectors:
-            self._vectors[item_id] = self._embed([item.content], EmbedRole.PASSAGE)[0]
-        return self._vectors[item_id]
+    def _vector(self, item: KnowledgeItem) -> NDArray[np.float32]:
+        return self._embed([item.content], EmbedRole.PASSAGE)[0]
 
     def _fits_screen(self, item: KnowledgeItem, query: RecallQuery, state: str, here: _Screen) -> bool:
         """Edges must start on a screen like this one; skills must be able to start here."""
@@ -276,11 +278,7 @@ class StackMemory(AdmissionMembers, StoredRounds):
             return can_start(item.program, item.program.args_for(query.task), query.observation)
         if item.kind != "edge" or item.applicability.state == state:
             return True
-        vec = self._states.get(item.applicability.state)
-        if vec is None:
-            vec = self._states[item.applicability.state] = self._embed([item.applicability.state],
-                                                                        EmbedRole.QUERY)[0]
-        return cosine(here(), vec) >= self.tau
+        return cosine(here(), self._embed([item.applicability.state], EmbedRole.QUERY)[0]) >= self.tau
 
     def _eligible(self, query: RecallQuery, here: _Screen
                   ) -> tuple[list[tuple[str, KnowledgeItem, bool]], list[str]]:
@@ -311,21 +309,19 @@ class StackMemory(AdmissionMembers, StoredRounds):
         (`AdmissionRules.transfer`; `guimem.memory.steer.scope`)."""
         if not self.spec.admission.transfer:
             return []
-        if self._pool is None:
-            self._pool = {}
-            for item_id, (item, status) in self.lifecycle.entries.items():
-                if status in (ItemStatus.ADMITTED, *UNDER_TEST) and transferable(item):
-                    self._pool.setdefault(item.applicability.app, []).append(item_id)
         out = []
-        for item_id in self._pool.get(query.task.app, []):
-            item = self.lifecycle.entries[item_id][0]
+        for item_id in self.lifecycle.pool(query.task.app):
+            entry = self.lifecycle.entry(item_id)
+            if entry is None:
+                continue
+            item = entry[0]
             if offerable(item, query.task, contract, self.spec.exclude_source_task) and \
                     self._fits_screen(item, query, state, here) and \
                     (item.kind != "procedure" or acts_here(item.behaviour, query.task, query.observation)):
                 out.append((item_id, item))
         if len(out) > 1:  # the most relevant first (SGDR's relevance, as recall ranks)
             q = self._query(query, here)
-            out.sort(key=lambda pair: -float(self._vector(*pair) @ q))
+            out.sort(key=lambda pair: -float(self._vector(pair[1]) @ q))
         return out
 
     def _query(self, query: RecallQuery, here: _Screen) -> NDArray[np.float32]:
@@ -349,7 +345,7 @@ class StackMemory(AdmissionMembers, StoredRounds):
             note = "no compatible knowledge" if has_items else "memory is empty"
             return Injection(method=self.name, abstained=has_items, note=note, withheld=tuple(withheld))
         q = self._query(query, here)
-        vectors = np.stack([self._vector(i, it) for i, it, _ in eligible])
+        vectors = np.stack([self._vector(it) for _, it, _ in eligible])
         scores = (vectors @ q).astype(np.float32)
         order = mmr(scores, vectors, len(eligible), self.spec.skills.mmr_lambda)
         chosen: list[InjectedItem] = []
@@ -366,6 +362,8 @@ class StackMemory(AdmissionMembers, StoredRounds):
             if used.get(item.kind, 0) >= KIND_CAPS[item.kind] or cost > budget:
                 continue
             said.add(behaviour)
+            if item.kind == "skill" and item.name:
+                self._skills[item.name] = item_id
             chosen.append(view)
             used[item.kind] = used.get(item.kind, 0) + 1
             budget -= cost
@@ -375,7 +373,11 @@ class StackMemory(AdmissionMembers, StoredRounds):
     def run_skill(self, env: Env, action: Action, task: Task, observation: Observation
                   ) -> tuple[Transition, tuple[Action, ...]]:
         """Execute a skill item by name."""
-        for item_id, (item, _) in self.lifecycle.entries.items():
+        shown = self._skills.get(action.skill or "")
+        entry = self.lifecycle.entry(shown) if shown is not None else None
+        found = [(shown, entry[0])] if shown is not None and entry is not None else \
+            ((i, it) for i, (it, _) in self.lifecycle.entries.items())  # a skill recall did not show: look at all
+        for item_id, item in found:
             if item.kind == "skill" and item.name == action.skill and item.program is not None:
                 run = execute(env, item.program, {**item.program.args_for(task), **action.args}, observation,
                               name=item.name)

@@ -8,7 +8,7 @@ transaction (the store supersedes, never overwrites).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from enum import StrEnum
 from typing import Generic, TypeVar
 
@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from guimem.memory.kit import MemoryKit
 from guimem.storage import Record
-from guimem.storage.base import EventDraft
+from guimem.storage.base import EventDraft, Scanning
 from guimem.types import ItemKind, ItemStatus
 
 Body = TypeVar("Body", bound=BaseModel)
@@ -85,6 +85,17 @@ class ItemTable(Generic[Body]):
         """Current versions, in creation order, with their parsed bodies."""
         return [(rec, self.body.model_validate_json(rec.body))
                 for rec in self.kit.store.query(self.kit.namespace, self.kind.value, statuses)]
+
+    def stream(self, statuses: Sequence[str] | None = None, chunk: int = 500
+               ) -> Iterator[list[tuple[Record, Body]]]:
+        """`load`, ``chunk`` items at a time, so a first open of a million items holds one chunk of bodies at a
+        time (a store that cannot scan is read whole, then handed out in chunks)."""
+        store, namespace, kind = self.kit.store, self.kit.namespace, self.kind.value
+        chunks = store.scan(namespace, kind, statuses, chunk) if isinstance(store, Scanning) else \
+            (part for records in [store.query(namespace, kind, statuses)]
+             for part in (records[i:i + chunk] for i in range(0, len(records), chunk)))
+        for records in chunks:
+            yield [(rec, self.body.model_validate_json(rec.body)) for rec in records]
 
     def get(self, item_id: str) -> tuple[Record, Body]:
         """One item's current version (raises `NotFoundError`)."""

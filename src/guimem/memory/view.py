@@ -18,7 +18,7 @@ A user's own stored method gets the same by holding an `ItemView` (docs/extendin
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Generic
 
@@ -111,6 +111,12 @@ class ItemView(Generic[Body]):
     def load(self, statuses: Sequence[str] | None = None) -> list[tuple[Record, Body]]:
         """Every current item (of ``statuses``), in creation order, parsed; none is kept by this call."""
         return self.table.load(statuses)
+
+    def stream(self, statuses: Sequence[str] | None = None, chunk: int = 500
+               ) -> Iterator[list[tuple[Record, Body]]]:
+        """Every current item (of ``statuses``), in creation order, parsed, ``chunk`` at a time (`ItemTable.stream`);
+        none is kept by this call."""
+        return self.table.stream(statuses, chunk)
 
     def records(self, statuses: Sequence[str] | None = None) -> list[Record]:
         """Every current item's record, unparsed, in creation order."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -184,6 +184,17 @@ class Change:
 
     record: Record
     new: bool
+
+
+@runtime_checkable
+class Scanning(Protocol):
+    """A store that can hand out a namespace's current items a chunk at a time (the SQL stores can), so a
+    memory of a million items is read without holding every record at once."""
+
+    def scan(self, namespace: str, kind: str | None = None, statuses: Sequence[str] | None = None,
+             chunk: int = 1000) -> Iterator[list[Record]]:
+        """What `Store.query` returns, in the same order, in lists of at most ``chunk`` records."""
+        ...
 
 
 @runtime_checkable

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from guimem.errors import DataError, NotFoundError
@@ -68,6 +68,36 @@ class SQLReads(ABC):
             args.extend(statuses)
         sql += f" ORDER BY (SELECT min(first.{self.first_order}) FROM items first WHERE first.id = items.id)"
         return [to_record(r) for r in self._all(sql, args)]
+
+    def scan(self, namespace: str, kind: str | None = None, statuses: Sequence[str] | None = None,
+             chunk: int = 1000) -> Iterator[list[Record]]:
+        """`query`'s records in its order, ``chunk`` at a time: the ids first (one query), then the records of
+        each chunk of ids (an item changed in between is read as it is then; one that left the filter is
+        skipped). No lock is held between chunks."""
+        sql = "SELECT id FROM items WHERE namespace = ? AND current"
+        args: list[object] = [namespace]
+        if kind is not None:
+            sql += " AND kind = ?"
+            args.append(kind)
+        if statuses is not None:
+            if not statuses:
+                return
+            sql += f" AND status IN ({', '.join('?' for _ in statuses)})"
+            args.extend(statuses)
+        sql += f" ORDER BY (SELECT min(first.{self.first_order}) FROM items first WHERE first.id = items.id)"
+        ids = [str(r[0]) for r in self._all(sql, args)]
+        chunk = max(1, min(chunk, 500))  # a bound on one statement's parameters (SQLite's is 999 before 3.32)
+        allowed = set(statuses) if statuses is not None else None
+        for start in range(0, len(ids), chunk):
+            part = ids[start:start + chunk]
+            rows = self._all(f"SELECT {COLUMNS} FROM items WHERE current AND id IN "
+                             f"({', '.join('?' for _ in part)})", part)
+            found = {rec.id: rec for rec in map(to_record, rows)
+                     if rec.namespace == namespace and (kind is None or rec.kind == kind)
+                     and (allowed is None or rec.status in allowed)}
+            out = [found[i] for i in part if i in found]
+            if out:
+                yield out
 
     def events(self, *, item_id: str | None = None, namespace: str | None = None, since: int = 0) -> list[Event]:
         """Events after ``since``, in log order."""

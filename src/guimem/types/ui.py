@@ -182,11 +182,12 @@ class Selector(BaseModel):
     """A portable description of an element, resolved anew against each observation.
 
     Each field may hold ``{param}`` placeholders that are bound from task parameters. Fields left
-    empty do not constrain the match, except that a selector naming nothing (no text, label or resource id)
-    matches only elements that have none either: it was learned on an unnamed element. ``contains`` makes ``text`` match as a substring (a row whose
-    text includes a sender's name). ``nth`` picks among several matches in document order; ``near``
-    picks the match nearest an anchor, the one element whose text contains ``near`` (the star icon in
-    the row of the e-mail from ``{by}``), so the choice follows a value rather than a position.
+    empty do not constrain the match, except that a selector naming nothing (no text, label or resource
+    id) matches only elements that have none either: it was learned on an unnamed element. ``contains``
+    makes ``text`` match as a substring (a row whose text includes a sender's name). ``nth`` picks
+    among several matches in document order; ``near`` picks the match nearest an anchor, the one
+    element whose text contains ``near`` (the star icon in the row of the e-mail from ``{by}``), so the
+    choice follows a value rather than a position.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)

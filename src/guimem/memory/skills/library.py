@@ -116,17 +116,18 @@ class SkillMemory(StoredRounds):
         after a cached open (a million skills' parsed bodies do not fit in memory; their names do)."""
         names: dict[str, str] = {}
         counts: dict[str, int] = {}
-        ids, vecs = [], []
-        for rec in self.view.records():
-            names[SkillBody.model_validate_json(rec.body).name] = rec.id  # validated (a store is hostile), not kept
-            counts[rec.status] = counts.get(rec.status, 0) + 1
-            vec = rec.vector_array()
-            if vec is not None and self._recallable(rec.status):
-                ids.append(rec.id)
-                vecs.append(vec)
         self._index = create_index(self.kit.vector_index, self.kit.embedder.dim)
-        if ids:
-            self._index.add(ids, np.stack(vecs))
+        for part in self.view.stream():  # a chunk at a time: validated (a store is hostile), not kept
+            ids, vecs = [], []
+            for rec, skill in part:
+                names[skill.name] = rec.id
+                counts[rec.status] = counts.get(rec.status, 0) + 1
+                vec = rec.vector_array()
+                if vec is not None and self._recallable(rec.status):
+                    ids.append(rec.id)
+                    vecs.append(vec)
+            if ids:
+                self._index.add(ids, np.stack(vecs))
         self._names = names
         self.view.set_counts(counts)
         self._write_cache(names, counts)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 
 import numpy as np
@@ -35,7 +35,7 @@ from guimem.memory.steer.items import (
     is_screen_avoid,
 )
 from guimem.memory.steer.propose import Proposer
-from guimem.memory.steer.scope import earn_scope, split
+from guimem.memory.steer.scope import earn_scope, split, transferable
 from guimem.memory.steer.trials import Arm, assign, gate, record
 from guimem.memory.table import EventType, status_event
 from guimem.memory.view import ItemView
@@ -43,6 +43,10 @@ from guimem.storage.base import Change
 from guimem.types import ItemKind, Origin, Task, Trajectory
 
 Entry = tuple[KnowledgeItem, ItemStatus]
+Buckets = dict[tuple[str, str], list[tuple[int, str]]]
+OnScan = Callable[[Sequence[tuple[str, KnowledgeItem]]], None]
+"""Told each chunk of live items a first open reads (the stack embeds their texts there)."""
+LIVE = tuple(s.value for s in (ItemStatus.ADMITTED, *UNDER_TEST))
 _HISTORY = TypeAdapter(dict[str, list[TrialRecord]])
 
 
@@ -57,6 +61,11 @@ def item_id_for(key: str, namespace: str) -> str:
     """A stable id from an item's content key within its namespace (ids are unique in a store: two
     memories in one store, e.g. two runs' steer memories in one PostgreSQL database, never share one)."""
     return "k-" + hashlib.sha1(f"{namespace}\x00{key}".encode()).hexdigest()[:20]
+
+
+def _pool(item: KnowledgeItem) -> str:
+    """The app whose other tasks may try ``item`` (`transferable`), or ""."""
+    return item.applicability.app if transferable(item) else ""
 
 
 def _bucket(item: KnowledgeItem) -> tuple[str, str]:
@@ -76,10 +85,12 @@ class Admission:
         proposer: Turns an episode into candidate items.
         rules: The stack's rules beyond matched controls (`AdmissionRules`); None keeps STEER's: every
             pending item is shown only in its trial arm, admitted items are never re-judged.
+        on_scan: Told each chunk of live items when the memory opens without its index cache (the items
+            are read a chunk at a time and not kept: a first open holds one chunk of bodies at a time).
     """
 
     def __init__(self, kit: MemoryKit, gate_settings: GateSettings, proposer: Proposer,
-                 rules: AdmissionRules | None = None) -> None:
+                 rules: AdmissionRules | None = None, on_scan: OnScan | None = None) -> None:
         self.kit = kit
         self.gate_settings = gate_settings
         self.proposer = proposer
@@ -94,10 +105,11 @@ class Admission:
         self._evidence: dict[str, list[TrialRecord]] = {}
         self._outcomes: list[TrialRecord] = []
         self.history: dict[str, list[TrialRecord]] = self._load_history() if rules else {}
-        self._buckets: dict[tuple[str, str], list[tuple[int, str]]] | None = None
+        # live items by scope bucket, and the transferable ones by app (`pool`), with their entry positions
+        self._buckets: Buckets | None = None
+        self._pools: Buckets | None = None
         if not self._open_cached():
-            self._load()
-            self.save_cache()
+            self._scan(on_scan)
 
     @property
     def _history_key(self) -> str:
@@ -154,7 +166,34 @@ class Admission:
 
     def _load(self) -> None:
         self._loaded = {rec.id: (item, ItemStatus(rec.status)) for rec, item in self.view.load()}
-        self._buckets = None
+        self._buckets = self._pools = None
+
+    def _index(self, live: Sequence[tuple[int, str, KnowledgeItem]]) -> None:
+        """Buckets and pools of live items (position in entry order, id, item)."""
+        self._buckets, self._pools = {}, {}
+        for position, item_id, item in live:
+            self._buckets.setdefault(_bucket(item), []).append((position, item_id))
+            if _pool(item):
+                self._pools.setdefault(("app", _pool(item)), []).append((position, item_id))
+
+    def _scan(self, on_scan: OnScan | None) -> None:
+        """A first open: read the live items a chunk at a time (none kept), index them and write the cache."""
+        self._buckets, self._pools = {}, {}
+        ids: list[str] = []
+        keys: list[str] = []
+        pools: list[str] = []
+        for part in self.view.stream(LIVE):
+            for rec, item in part:
+                kind, value = _bucket(item)
+                self._buckets.setdefault((kind, value), []).append((len(ids), rec.id))
+                if _pool(item):
+                    self._pools.setdefault(("app", _pool(item)), []).append((len(ids), rec.id))
+                ids.append(rec.id)
+                keys.append(f"{kind}\x00{value}")
+                pools.append(_pool(item))
+            if on_scan is not None:
+                on_scan([(rec.id, item) for rec, item in part])
+        self._save_live(ids, keys, pools)
 
     def _open_cached(self) -> bool:
         """Open from the index cache (which items may be shown and their scope buckets), reading no item
@@ -166,25 +205,35 @@ class Admission:
         try:
             ids = IndexCache.array(folder, "live_ids").tolist()
             keys = IndexCache.array(folder, "live_keys").tolist()
+            pools = IndexCache.array(folder, "live_pools").tolist()
         except (OSError, ValueError):
             return False
-        if len(ids) != len(keys):
+        if not len(ids) == len(keys) == len(pools):
             return False
-        self._buckets = {}
-        for position, (item_id, key) in enumerate(zip(ids, keys, strict=True)):
+        self._buckets, self._pools = {}, {}
+        for position, (item_id, key, app) in enumerate(zip(ids, keys, pools, strict=True)):
             kind, _, value = str(key).partition("\x00")
             self._buckets.setdefault((kind, value), []).append((position, str(item_id)))
+            if app:
+                self._pools.setdefault(("app", str(app)), []).append((position, str(item_id)))
         return True
 
     def save_cache(self) -> None:
         """Write the cache of live items and their buckets (after a committed round, or at open)."""
         if self._loaded is None or not self.cache.enabled:
             return  # opened from a valid cache and nothing reloaded since: it is still valid
-        live = [(i, _bucket(it)) for i, (it, st) in self._loaded.items() if st in (ItemStatus.ADMITTED, *UNDER_TEST)]
-        arrays = {"live_ids": np.asarray([i for i, _ in live], dtype=str) if live else np.zeros(0, dtype="<U1"),
-                  "live_keys": np.asarray([f"{k}\x00{v}" for _, (k, v) in live], dtype=str) if live
-                  else np.zeros(0, dtype="<U1")}
-        self.view.save_entry("knowledge", arrays, counts=self.stats())
+        live = [(i, it) for i, (it, st) in self._loaded.items() if st in (ItemStatus.ADMITTED, *UNDER_TEST)]
+        self._save_live([i for i, _ in live], ["\x00".join(_bucket(it)) for _, it in live],
+                        [_pool(it) for _, it in live])
+
+    def _save_live(self, ids: list[str], keys: list[str], pools: list[str]) -> None:
+        if not self.cache.enabled:
+            return
+
+        def column(values: list[str]) -> np.ndarray:
+            return np.asarray(values, dtype=str) if values else np.zeros(0, dtype="<U1")
+        self.view.save_entry("knowledge", {"live_ids": column(ids), "live_keys": column(keys),
+                                           "live_pools": column(pools)}, counts=self.stats())
 
     def refresh(self) -> bool:
         """Catch up with the store (a worker between rounds): the round, the task history, and the items
@@ -198,7 +247,7 @@ class Admission:
         if self._loaded is not None:
             for rec in (c.record for c in records):  # new ids go last, in creation order, as a fresh read gives
                 self._loaded[rec.id] = (KnowledgeItem.model_validate_json(rec.body), ItemStatus(rec.status))
-            self._buckets = None
+            self._buckets = self._pools = None
         elif not self._apply_to_buckets(records):
             return False
         self.round = self.clock.applied()
@@ -209,24 +258,31 @@ class Admission:
     def _apply_to_buckets(self, records: list[Change]) -> bool:
         """Opened from the cache: move changed items in or out of their buckets; keep their entries."""
         buckets = self._buckets if self._buckets is not None else {}
+        pools = self._pools if self._pools is not None else {}
         where = {item_id: (key, pos) for key, entries in buckets.items() for pos, item_id in entries}
+        pooled = {item_id: key for key, entries in pools.items() for _, item_id in entries}
         last = max((pos for _, pos in where.values()), default=-1)
         for change in records:
             rec = change.record
             item, status = self.view.apply(change), ItemStatus(rec.status)  # kept; counts asked of the store next
             live = status in (ItemStatus.ADMITTED, *UNDER_TEST)
+            if rec.id in pooled:
+                key = pooled.pop(rec.id)
+                pools[key] = [e for e in pools[key] if e[1] != rec.id]
             if rec.id in where:
                 key, pos = where.pop(rec.id)
                 buckets[key] = [e for e in buckets[key] if e[1] != rec.id]
-                if live:
-                    buckets.setdefault(_bucket(item), []).append((pos, rec.id))
-                    buckets[_bucket(item)].sort()
             elif live:
                 if not change.new:
                     return False
                 last += 1
-                buckets.setdefault(_bucket(item), []).append((last, rec.id))
-        self._buckets = buckets
+                pos = last
+            if live:
+                adds = [(buckets, _bucket(item))] + ([(pools, ("app", _pool(item)))] if _pool(item) else [])
+                for found, key in adds:
+                    found.setdefault(key, []).append((pos, rec.id))
+                    found[key].sort()
+        self._buckets, self._pools = buckets, pools
         return True
 
     def _entry(self, item_id: str) -> Entry | None:
@@ -239,17 +295,30 @@ class Admission:
             return None
         return item, ItemStatus(status)
 
+    def _indexed(self) -> tuple[Buckets, Buckets]:
+        """The buckets and pools (built from every item when they were dropped by a change)."""
+        if self._buckets is None or self._pools is None:
+            self._index([(pos, i, it) for pos, (i, (it, st)) in enumerate(self._items.items())
+                         if st in (ItemStatus.ADMITTED, *UNDER_TEST)])
+        assert self._buckets is not None and self._pools is not None
+        return self._buckets, self._pools
+
+    def entry(self, item_id: str) -> Entry | None:
+        """One item and its status (read on demand when the memory opened from the cache), or None."""
+        return self._entry(item_id)
+
+    def pool(self, app: str) -> list[str]:
+        """Live task-scoped items that may act on another task of ``app`` (`transferable`), in entry order,
+        without reading every item."""
+        return [item_id for _, item_id in self._indexed()[1].get(("app", app), ())]
+
     def live_for(self, task: Task) -> list[tuple[str, KnowledgeItem, ItemStatus]]:
         """Items that may be shown (admitted or under test) and whose scope can fit ``task``, in entry
         order: the candidates of the task's, the app's and the global bucket, not a scan of every item
         (`compatible` still decides)."""
-        if self._buckets is None:
-            self._buckets = {}
-            for position, (item_id, (item, status)) in enumerate(self._items.items()):
-                if status in (ItemStatus.ADMITTED, *UNDER_TEST):
-                    self._buckets.setdefault(_bucket(item), []).append((position, item_id))
-        found = sorted([*self._buckets.get(("task", task.id), ()), *self._buckets.get(("app", task.app), ()),
-                        *self._buckets.get(("global", ""), ())])
+        buckets = self._indexed()[0]
+        found = sorted([*buckets.get(("task", task.id), ()), *buckets.get(("app", task.app), ()),
+                        *buckets.get(("global", ""), ())])
         out = []
         for _, item_id in found:
             entry = self._entry(item_id)
@@ -410,7 +479,7 @@ class Admission:
             item = item.model_copy(update={"manual": True})
         self._put(item_id, item, target, status_event(target), {"manual": True, "reason": reason})
         self._items[item_id] = (item, target)
-        self._buckets = None
+        self._buckets = self._pools = None
 
     def stats(self) -> dict[str, int]:
         """Items by status."""
