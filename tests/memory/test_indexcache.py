@@ -289,3 +289,30 @@ def test_a_first_open_reads_the_items_a_chunk_at_a_time_and_keeps_none(kit, tmp_
         if cls is StackMemory:
             assert embedded > 0 and len(again._texts) > 0, "the item texts were embedded while streaming"
         monkeypatch.undo()
+
+
+def test_a_write_made_while_a_first_open_reads_is_not_claimed_by_its_cache(kit, tmp_path, monkeypatch):
+    """The cache written at the end of a streaming first open carries the store's revision from before it read:
+    an item another process wrote meanwhile makes the next open read the store again, and see it."""
+    from guimem.memory.steer.memory import SteerMemory
+    from guimem.memory.view import ItemView
+
+    kit = _cached(kit, tmp_path)
+    steer = _steer_rounds(kit)
+    shutil.rmtree(tmp_path / "cache")
+    stream = ItemView.stream
+
+    def meanwhile(self, statuses=None, chunk=500):
+        for part in stream(self, statuses, chunk):
+            yield part
+        item_id = next(iter(steer.items()))
+        steer.lifecycle.set_status(item_id, "rejected", "another process")  # after the read, before the save
+    monkeypatch.setattr(ItemView, "stream", meanwhile)
+    SteerMemory(kit)
+    monkeypatch.undo()
+    again = SteerMemory(kit)
+    assert again.stats() == steer.stats()
+    assert not again.lifecycle.view.cache.load("knowledge") is None, "a fresh cache entry was written"
+    assert again.lifecycle._buckets is not None
+    live = sum(len(v) for v in again.lifecycle._buckets.values())
+    assert live == sum(1 for _, st in steer.items().values() if st.value in ("admitted", "candidate", "trial"))

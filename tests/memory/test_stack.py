@@ -168,3 +168,52 @@ def test_an_item_admitted_by_hand_is_never_shown_as_verified_by_trials(kit):
     inj = mem.recall(form_query(4))
     assert inj.items and all(i.manual for i in inj.items)
     assert "(verified)" not in inj.text and inj.text.startswith("Admitted by hand (not verified by trials):")
+
+
+def test_a_reopened_stack_runs_a_skill_it_did_not_show_without_holding_every_item(kit, tmp_path):
+    import dataclasses
+
+    cached = dataclasses.replace(kit, cache_dir=tmp_path / "cache")
+    mem = StackMemory(cached, MemorySpec(), env_factory=FormEnv)
+    mem.learn(episode([USER, PASS, LOGIN], seed=1))
+    mem.commit_round(0, [])
+    (skill,) = [it for it, _ in mem.items().values() if it.kind == "skill"]
+    again = StackMemory(cached, MemorySpec(), env_factory=FormEnv)
+    assert not again.lifecycle.loaded
+    env = FormEnv()
+    obs = env.reset(Task(id="form", goal="", app="form", seed=6))
+    from guimem.types import Action, ActionKind
+
+    transition, _ = again.run_skill(env, Action(kind=ActionKind.RUN_SKILL, skill=skill.name), env.task, obs)
+    assert transition.done and env.evaluate().success
+    assert not again.lifecycle.loaded, "found by reading a chunk at a time, nothing kept"
+
+
+def test_an_empty_memory_says_so_whether_or_not_it_has_a_cache(kit, tmp_path):
+    import dataclasses
+
+    from guimem.memory.steer.memory import SteerMemory
+
+    for k in (kit, dataclasses.replace(kit, cache_dir=tmp_path / "cache")):
+        for cls in (SteerMemory, StackMemory):
+            inj = cls(k).recall(form_query(4))
+            assert not inj.abstained and inj.note == "memory is empty", cls.__name__
+
+
+def test_a_text_vector_save_that_fails_keeps_them_for_the_next(kit, tmp_path, monkeypatch):
+    import dataclasses
+
+    from guimem.memory.indexcache import IndexCache
+
+    cached = dataclasses.replace(kit, cache_dir=tmp_path / "cache")
+    mem = StackMemory(cached, MemorySpec(), env_factory=FormEnv)
+    mem.learn(episode([USER, PASS, LOGIN], seed=1))
+    monkeypatch.setattr(IndexCache, "save_index", lambda *a, **k: None)  # a full disk
+    mem.commit_round(0, [])
+    held = len(mem._texts)
+    assert held > 0 and mem._unsaved
+    monkeypatch.undo()
+    mem._save_cache()  # the next save writes them
+    assert not mem._unsaved and len(mem._texts) == held
+    again = StackMemory(cached, MemorySpec(), env_factory=FormEnv)
+    assert len(again._texts) == held

@@ -78,3 +78,17 @@ def test_a_file_that_does_not_match_is_refused(tmp_path):
         VectorTable(8).load(tmp_path / "e")
     with pytest.raises(StoreError):
         VectorTable(8).load(tmp_path / "missing")
+
+
+def test_a_file_of_another_type_is_refused_and_a_closed_table_starts_empty(tmp_path):
+    (tmp_path / "d").mkdir()
+    np.save(tmp_path / "d" / "vectors.npy", _vecs(2).astype(np.float64))
+    np.save(tmp_path / "d" / "ids.npy", np.asarray(["a", "b"]))
+    with pytest.raises(StoreError):
+        VectorTable(8).load(tmp_path / "d")
+    table = VectorTable(8, block=2)
+    table.add(["a", "b", "c"], _vecs(3))
+    table.close()
+    assert len(table) == 0 and table.get("a") is None
+    table.add(["a", "b", "c"], _vecs(3, seed=2))  # usable again: a spill file of its own
+    np.testing.assert_array_equal(table.get("a"), _vecs(3, seed=2)[0])

@@ -114,27 +114,31 @@ class IndexCache:
             return None
         return self.folder / current if current and Path(current).name == current else None
 
-    def save(self, name: str, write: Any, extras: dict[str, Any] | None = None, revision: bool = True) -> None:
+    def save(self, name: str, write: Any, extras: dict[str, Any] | None = None, revision: bool = True,
+             stamp: dict[str, Any] | None = None) -> Path | None:
         """Write entry ``name``: ``write(folder)`` fills a fresh folder, then the entry's pointer file is
         replaced to name it (`write_atomic`: a reader sees the old entry or the new one, never half of
-        one). Failures only log: it is a cache."""
+        one). ``stamp``: one taken before what was written was read (a long first open: writes made while
+        it read are then not claimed by the entry). Returns the entry's folder, or None: failures only log,
+        it is a cache."""
         if self.folder is None:
-            return
+            return None
         fresh = self.folder / f"{name}-{uuid.uuid4().hex[:8]}"
         try:
             fresh.mkdir(parents=True)
             write(fresh)
-            (fresh / "stamp.json").write_text(json.dumps({"stamp": self.stamp(revision), "extras": extras or {}}),
-                                              encoding="utf-8")
+            (fresh / "stamp.json").write_text(json.dumps({"stamp": stamp or self.stamp(revision),
+                                                          "extras": extras or {}}), encoding="utf-8")
             previous = self._entry(name)
             write_atomic(self.folder / f"{name}.entry", fresh.name)
         except (OSError, FileConflictError) as exc:
             log.warning("cannot write the index cache %s: %s", self.folder / name, exc)
             shutil.rmtree(fresh, ignore_errors=True)
-            return
+            return None
         for stale in (previous, self.folder / name):  # the entry replaced, and a folder of the older layout
             if stale is not None and stale != fresh:
                 shutil.rmtree(stale, ignore_errors=True)
+        return fresh
 
     def open_index(self, name: str, index: Saved, revision: bool = True) -> dict[str, Any] | None:
         """Fill ``index`` from entry ``name`` when it is valid; returns the entry's extras (None: rebuild)."""
@@ -150,13 +154,13 @@ class IndexCache:
         return extras
 
     def save_index(self, name: str, index: Saved, arrays: dict[str, NDArray[Any]] | None = None,
-                   extras: dict[str, Any] | None = None, revision: bool = True) -> None:
-        """Persist ``index`` (and side arrays) as entry ``name``."""
+                   extras: dict[str, Any] | None = None, revision: bool = True) -> Path | None:
+        """Persist ``index`` (and side arrays) as entry ``name``; the entry's folder, or None (not written)."""
         def write(folder: Path) -> None:
             index.save(folder / "index")
             for key, array in (arrays or {}).items():
                 np.save(folder / f"{key}.npy", array)
-        self.save(name, write, extras, revision)
+        return self.save(name, write, extras, revision)
 
     @staticmethod
     def array(folder: Path, key: str) -> NDArray[Any]:

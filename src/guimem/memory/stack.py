@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,6 +21,7 @@ from numpy.typing import NDArray
 
 from guimem.embeddings import EmbedRole, cosine
 from guimem.envs.base import Env, Transition
+from guimem.errors import StoreError
 from guimem.llm import LLMClient
 from guimem.memory.base import RecallQuery, RoundLog, StoredRounds
 from guimem.memory.generalise import direct_path, state_text, template_key
@@ -69,6 +71,7 @@ from guimem.types import (
 from guimem.vectors.table import VectorTable
 
 KIND_CAPS = {"procedure": 1, "warning": 1, "skill": 2, "edge": 2}
+log = logging.getLogger(__name__)
 
 
 def failed_text(behaviour: Behaviour, effect: str) -> str:
@@ -245,10 +248,14 @@ class StackMemory(AdmissionMembers, StoredRounds):
         """Persist the text vectors embedded since the last save."""
         if not self._unsaved or not self.cache.enabled:
             return
-        self.cache.save_index("texts", self._texts, revision=False)
+        folder = self.cache.save_index("texts", self._texts, revision=False)
+        if folder is None:  # not written (a full disk): keep them, and try again at the next save
+            return
         self._unsaved = False
-        # read them back memory-mapped: what was added (in memory and spilled to disk) is dropped
-        self.cache.open_index("texts", self._texts, revision=False)
+        try:  # read back what was just written, memory-mapped: what was added (held and spilled) is dropped
+            self._texts.load(folder / "index")
+        except StoreError as exc:  # another process replaced the entry in between: keep what is held
+            log.info("stack text vectors not reread (%s)", exc)
 
     def refresh(self) -> bool:
         """Catch up with the store without reopening; the new items' texts are embedded when recall needs them."""
@@ -312,7 +319,7 @@ class StackMemory(AdmissionMembers, StoredRounds):
         out = []
         for item_id in self.lifecycle.pool(query.task.app):
             entry = self.lifecycle.entry(item_id)
-            if entry is None:
+            if entry is None or entry[1] not in (ItemStatus.ADMITTED, *UNDER_TEST):  # changed since the pool was read
                 continue
             item = entry[0]
             if offerable(item, query.task, contract, self.spec.exclude_source_task) and \
@@ -375,8 +382,7 @@ class StackMemory(AdmissionMembers, StoredRounds):
         """Execute a skill item by name."""
         shown = self._skills.get(action.skill or "")
         entry = self.lifecycle.entry(shown) if shown is not None else None
-        found = [(shown, entry[0])] if shown is not None and entry is not None else \
-            ((i, it) for i, (it, _) in self.lifecycle.entries.items())  # a skill recall did not show: look at all
+        found = [(shown, entry[0])] if shown is not None and entry is not None else self.lifecycle.every_item()
         for item_id, item in found:
             if item.kind == "skill" and item.name == action.skill and item.program is not None:
                 run = execute(env, item.program, {**item.program.args_for(task), **action.args}, observation,

@@ -172,9 +172,10 @@ class ItemView(Generic[Body]):
         return found
 
     def save_entry(self, name: str, arrays: dict[str, NDArray[Any]], index: VectorIndex | None = None,
-                   counts: dict[str, int] | None = None, extras: dict[str, Any] | None = None) -> None:
+                   counts: dict[str, int] | None = None, extras: dict[str, Any] | None = None,
+                   stamp: dict[str, Any] | None = None) -> None:
         """Write the index cache's entry ``name``: its side arrays, its index (if any) and its extras, with
-        ``counts`` (the counts by status `open_entry` gives back)."""
+        ``counts`` (the counts by status `open_entry` gives back); ``stamp`` as `IndexCache.save`'s."""
         extras = {**(extras or {}), **({"counts": counts} if counts is not None else {})}
         if index is not None:
             self.cache.save_index(name, index, arrays, extras)
@@ -183,7 +184,7 @@ class ItemView(Generic[Body]):
         def write(folder: Path) -> None:
             for key, array in arrays.items():
                 np.save(folder / f"{key}.npy", array)
-        self.cache.save(name, write, extras)
+        self.cache.save(name, write, extras, stamp=stamp)
 
     # --- catching up --------------------------------------------------------------------------------------
     def changes(self) -> tuple[list[Change], int] | None:

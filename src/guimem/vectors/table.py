@@ -139,23 +139,28 @@ class VectorTable:
         if matrix.ndim != 2 or len(ids) != matrix.shape[0] or (matrix.shape[0] and matrix.shape[1] != self._dim):
             raise StoreError(f"vector table at {path} does not match: {matrix.shape} for {len(ids)} ids, "
                              f"dimension {self._dim}")
-        self.close()
-        self._reset()
+        if matrix.dtype != np.dtype("<f4") or (matrix.shape[0] and (
+                not isinstance(matrix, np.memmap) or not matrix.flags.c_contiguous)):
+            raise StoreError(f"vector table at {path} is not a row-major little-endian float32 file")
+        handle = None
         if matrix.shape[0]:
-            if not isinstance(matrix, np.memmap) or not matrix.flags.c_contiguous:
-                raise StoreError(f"vector table at {path} is not a plain row-major file")
-            self._base, self._base_file = matrix, (open(path / "vectors.npy", "rb"), int(matrix.offset))  # noqa: SIM115
+            try:
+                handle = open(path / "vectors.npy", "rb")  # noqa: SIM115  (held: `save` copies from it)
+            except OSError as exc:
+                raise StoreError(f"cannot load vector table from {path}: {exc}") from exc
+        self.close()
+        if handle is not None:
+            self._base, self._base_file = matrix, (handle, int(matrix.offset))
         self._ids = ids
         self._row = {key: row for row, key in enumerate(ids)}
 
     def close(self) -> None:
-        """Close the files it holds (the spill file goes with them); what is held in memory stays readable."""
-        self._spill_map = None
+        """Close the files it holds (the spill file goes with them) and empty the table; vectors handed out
+        stay readable."""
         for file in (self._spill, self._base_file[0] if self._base_file else None):
             if file is not None:
                 file.close()
-        self._spill = None
-        self._base_file = None
+        self._reset()
 
 
 def _copy(src: IO[bytes], out: IO[bytes], size: int) -> None:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 from pydantic import TypeAdapter, ValidationError
@@ -64,8 +65,8 @@ def item_id_for(key: str, namespace: str) -> str:
 
 
 def _pool(item: KnowledgeItem) -> str:
-    """The app whose other tasks may try ``item`` (`transferable`), or ""."""
-    return item.applicability.app if transferable(item) else ""
+    """``+`` and the app whose other tasks may try ``item`` (`transferable`; the app may be ""), or ""."""
+    return "+" + item.applicability.app if transferable(item) else ""
 
 
 def _bucket(item: KnowledgeItem) -> tuple[str, str]:
@@ -174,11 +175,12 @@ class Admission:
         for position, item_id, item in live:
             self._buckets.setdefault(_bucket(item), []).append((position, item_id))
             if _pool(item):
-                self._pools.setdefault(("app", _pool(item)), []).append((position, item_id))
+                self._pools.setdefault(("app", _pool(item)[1:]), []).append((position, item_id))
 
     def _scan(self, on_scan: OnScan | None) -> None:
         """A first open: read the live items a chunk at a time (none kept), index them and write the cache."""
         self._buckets, self._pools = {}, {}
+        stamp = self.cache.stamp()  # before the first read: a write made while this reads is not claimed
         ids: list[str] = []
         keys: list[str] = []
         pools: list[str] = []
@@ -187,13 +189,15 @@ class Admission:
                 kind, value = _bucket(item)
                 self._buckets.setdefault((kind, value), []).append((len(ids), rec.id))
                 if _pool(item):
-                    self._pools.setdefault(("app", _pool(item)), []).append((len(ids), rec.id))
+                    self._pools.setdefault(("app", _pool(item)[1:]), []).append((len(ids), rec.id))
                 ids.append(rec.id)
                 keys.append(f"{kind}\x00{value}")
                 pools.append(_pool(item))
             if on_scan is not None:
                 on_scan([(rec.id, item) for rec, item in part])
-        self._save_live(ids, keys, pools)
+        self.view.recount()
+        self.view.set_counts(self.view.counts())  # every status, one grouped count: `has_items` knows
+        self._save_live(ids, keys, pools, stamp)
 
     def _open_cached(self) -> bool:
         """Open from the index cache (which items may be shown and their scope buckets), reading no item
@@ -215,7 +219,7 @@ class Admission:
             kind, _, value = str(key).partition("\x00")
             self._buckets.setdefault((kind, value), []).append((position, str(item_id)))
             if app:
-                self._pools.setdefault(("app", str(app)), []).append((position, str(item_id)))
+                self._pools.setdefault(("app", str(app)[1:]), []).append((position, str(item_id)))
         return True
 
     def save_cache(self) -> None:
@@ -226,14 +230,15 @@ class Admission:
         self._save_live([i for i, _ in live], ["\x00".join(_bucket(it)) for _, it in live],
                         [_pool(it) for _, it in live])
 
-    def _save_live(self, ids: list[str], keys: list[str], pools: list[str]) -> None:
+    def _save_live(self, ids: list[str], keys: list[str], pools: list[str],
+                   stamp: dict[str, Any] | None = None) -> None:
         if not self.cache.enabled:
             return
 
         def column(values: list[str]) -> np.ndarray:
             return np.asarray(values, dtype=str) if values else np.zeros(0, dtype="<U1")
         self.view.save_entry("knowledge", {"live_ids": column(ids), "live_keys": column(keys),
-                                           "live_pools": column(pools)}, counts=self.stats())
+                                           "live_pools": column(pools)}, counts=self.stats(), stamp=stamp)
 
     def refresh(self) -> bool:
         """Catch up with the store (a worker between rounds): the round, the task history, and the items
@@ -278,7 +283,7 @@ class Admission:
                 last += 1
                 pos = last
             if live:
-                adds = [(buckets, _bucket(item))] + ([(pools, ("app", _pool(item)))] if _pool(item) else [])
+                adds = [(buckets, _bucket(item))] + ([(pools, ("app", _pool(item)[1:]))] if _pool(item) else [])
                 for found, key in adds:
                     found.setdefault(key, []).append((pos, rec.id))
                     found[key].sort()
@@ -306,6 +311,14 @@ class Admission:
     def entry(self, item_id: str) -> Entry | None:
         """One item and its status (read on demand when the memory opened from the cache), or None."""
         return self._entry(item_id)
+
+    def every_item(self) -> Iterator[tuple[str, KnowledgeItem]]:
+        """Every item in entry order: the ones held, else read from the store a chunk at a time (none kept)."""
+        if self._loaded is not None:
+            yield from ((i, it) for i, (it, _) in self._loaded.items())
+            return
+        for part in self.view.stream():
+            yield from ((rec.id, item) for rec, item in part)
 
     def pool(self, app: str) -> list[str]:
         """Live task-scoped items that may act on another task of ``app`` (`transferable`), in entry order,
@@ -484,9 +497,7 @@ class Admission:
     def stats(self) -> dict[str, int]:
         """Items by status."""
         if self._loaded is None:  # not every item was read: the cache's counts, or the store's
-            counts = self.view.counts()
-            if counts:
-                return counts
+            return self.view.counts()
         out: dict[str, int] = {}
         for _, status in self._items.values():
             out[status.value] = out.get(status.value, 0) + 1
