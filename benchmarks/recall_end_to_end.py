@@ -195,7 +195,7 @@ class StandIn:
 
 
 def child(method: str, store_path: str, queries: int, cache_dir: str | None,
-          stand_in: bool = False) -> dict[str, object]:
+          stand_in: bool = False, open_only: bool = False) -> dict[str, object]:
     """Open, first recall, cold and warm recall; printed as JSON by the child process."""
     from guimem.embeddings import CachedEmbedder, create_embedder
     from guimem.memory.base import RecallQuery
@@ -221,7 +221,7 @@ def child(method: str, store_path: str, queries: int, cache_dir: str | None,
     first = time.perf_counter() - start
     rss = _rss_mb() - rss0  # resident memory the open and first recall added
     peak = _peak_mb() - rss0  # the most they held at any moment
-    if not cache_dir or stand_in:  # nothing more to measure
+    if not cache_dir or stand_in or open_only:  # nothing more to measure
         memory.close()
         out = {"open_s": opened, "first_recall_s": first, "rss_mb": rss, "peak_mb": peak}
         if isinstance(embedder, CachedEmbedder) and isinstance(embedder.inner, StandIn):
@@ -309,7 +309,8 @@ def _state(obs, task):  # type: ignore[no-untyped-def]
     return state_text(obs, task)
 
 
-def measure(method: str, size: int, queries: int, stand_in_above: int = 100_000) -> dict[str, object]:
+def measure(method: str, size: int, queries: int, stand_in_above: int = 100_000,
+            open_only: bool = False) -> dict[str, object]:
     store = build_store(method, size)
     cache_dir = CACHE / "index-cache" / f"{method}-{size}"
     shutil.rmtree(cache_dir, ignore_errors=True)
@@ -319,12 +320,12 @@ def measure(method: str, size: int, queries: int, stand_in_above: int = 100_000)
     out: dict[str, object] = {}
     # "before": no index cache yet (every item read from the store, the cache written at the end);
     # "after": the next open, from the cache
-    for label, cache in (("before", cache_dir), ("after", cache_dir)):
+    for label, cache in (("before", cache_dir), ("after", cache_dir))[: 1 if open_only else 2]:
         stand_in = method == "stack" and size > stand_in_above and label == "before"
         code = (f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
                 f"from recall_end_to_end import child; "
                 f"print(json.dumps(child({method!r}, {str(work)!r}, {queries}, {str(cache) if cache else None!r}, "
-                f"{stand_in})))")
+                f"{stand_in}, {open_only})))")
         done = subprocess.run([PY, "-c", code], check=True, capture_output=True, text=True)
         out[label] = json.loads(done.stdout.strip().splitlines()[-1])
     return out
@@ -414,6 +415,8 @@ def main() -> None:
                              "embedding (see the module docstring)")
     parser.add_argument("--methods", default=",".join(METHODS), help="methods measured at --sizes")
     parser.add_argument("--skip", default="", help="comma-separated: ann, throughput, recall")
+    parser.add_argument("--open-only", action="store_true",
+                        help="only each memory's first open (no index cache): time, resident and peak memory")
     parser.add_argument("--json", type=Path, default=None, help="also write every figure to this file")
     args = parser.parse_args()
     skip = set(args.skip.split(","))
@@ -424,8 +427,16 @@ def main() -> None:
         plan = [(m, int(s)) for s in args.sizes.split(",") if s for m in chosen]
         plan += [(m, int(s)) for s in args.large.split(",") if s for m in args.large_methods.split(",") if m in chosen]
         for method, size in plan:
-            result = measure(method, size, args.queries, args.stand_in_above)
+            result = measure(method, size, args.queries, args.stand_in_above, args.open_only)
             figures[f"{method}@{size}"] = result
+            if args.open_only:
+                before = result["before"]
+                rows.append((f"{method} first open + first recall @{size:,}", f"{before['first_recall_s']:.1f} s",
+                             None, None))
+                rows.append((f"{method} peak resident memory of a first open @{size:,}",
+                             f"{before['peak_mb']:.0f} MB", 2048, before["peak_mb"] / 2048))
+                print(json.dumps({f"{method}@{size}": result}), flush=True)
+                continue
             after, before = result["after"], result["before"]
             target = 15.0 if size <= 100_000 else 30.0
             open_target = 0.3 if size <= 100_000 else 2.0
