@@ -56,36 +56,34 @@ class SQLReads(ABC):
             raise NotFoundError("item", item_id)
         return [to_record(r) for r in rows]
 
-    def query(self, namespace: str, kind: str | None = None, statuses: Sequence[str] | None = None) -> list[Record]:
-        """Current versions, in the order the items were first created."""
-        sql = f"SELECT {COLUMNS} FROM items WHERE namespace = ? AND current"
+    def _current(self, columns: str, namespace: str, kind: str | None, statuses: Sequence[str]
+                 ) -> tuple[str, list[object]]:
+        """The query of current versions (of ``kind``, of ``statuses``: not empty), in creation order."""
+        sql = f"SELECT {columns} FROM items WHERE namespace = ? AND current"
         args: list[object] = [namespace]
         if kind is not None:
             sql += " AND kind = ?"
             args.append(kind)
-        if statuses is not None:
-            sql += f" AND status IN ({', '.join('?' for _ in statuses)})" if statuses else " AND FALSE"
+        if statuses:
+            sql += f" AND status IN ({', '.join('?' for _ in statuses)})"
             args.extend(statuses)
         sql += f" ORDER BY (SELECT min(first.{self.first_order}) FROM items first WHERE first.id = items.id)"
-        return [to_record(r) for r in self._all(sql, args)]
+        return sql, args
+
+    def query(self, namespace: str, kind: str | None = None, statuses: Sequence[str] | None = None) -> list[Record]:
+        """Current versions, in the order the items were first created."""
+        if statuses is not None and not statuses:
+            return []
+        return [to_record(r) for r in self._all(*self._current(COLUMNS, namespace, kind, statuses or ()))]
 
     def scan(self, namespace: str, kind: str | None = None, statuses: Sequence[str] | None = None,
              chunk: int = 1000) -> Iterator[list[Record]]:
         """`query`'s records in its order, ``chunk`` at a time: the ids first (one query), then the records of
         each chunk of ids (an item changed in between is read as it is then; one that left the filter is
         skipped). No lock is held between chunks."""
-        sql = "SELECT id FROM items WHERE namespace = ? AND current"
-        args: list[object] = [namespace]
-        if kind is not None:
-            sql += " AND kind = ?"
-            args.append(kind)
-        if statuses is not None:
-            if not statuses:
-                return
-            sql += f" AND status IN ({', '.join('?' for _ in statuses)})"
-            args.extend(statuses)
-        sql += f" ORDER BY (SELECT min(first.{self.first_order}) FROM items first WHERE first.id = items.id)"
-        ids = [str(r[0]) for r in self._all(sql, args)]
+        if statuses is not None and not statuses:
+            return
+        ids = [str(r[0]) for r in self._all(*self._current("id", namespace, kind, statuses or ()))]
         chunk = max(1, min(chunk, 500))  # a bound on one statement's parameters (SQLite's is 999 before 3.32)
         allowed = set(statuses) if statuses is not None else None
         for start in range(0, len(ids), chunk):
