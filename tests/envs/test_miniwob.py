@@ -170,7 +170,7 @@ def test_a_preview_leaves_the_pages_refs_alone(env):
     state = ("return [core.nextRefCode, document.querySelectorAll('[data-wob_ref]').length, "
              "Object.keys(core.previousDOMInfo).length];")
     obs = env.reset(task("use-autocomplete", 2))
-    box = Selector(role=Role.TEXTBOX).resolve(obs).element
+    box = next(el for el in obs.elements if el.role is Role.TEXTBOX)
     env._perform(Action(kind=ActionKind.TYPE, ref=box.ref, text=obs.elements[0].text[:1] or "a"))
     import time
 
