@@ -18,6 +18,7 @@ from guimem.memory.generalise import (
     state_masks,
     state_text,
     template_key,
+    unused_steps,
 )
 from guimem.memory.program import SkillProgram
 from guimem.memory.roles import roles_of
@@ -67,11 +68,14 @@ def describe(program: SkillProgram, traj: Trajectory, first: Performed) -> str:
 
 
 def induce(traj: Trajectory, lengths: tuple[int, ...] = WINDOW_LENGTHS) -> list[Candidate]:
-    """Every window of a *successful* trajectory's direct path (its detours cut; windows with a failed action
-    or with a step that idly repeats the one before it, `idle_repeats`, are skipped)."""
+    """Every window of a *successful* trajectory's direct path (its detours cut, and the steps whose effect the
+    rest of the path never used, `unused_steps`; windows with a failed action or with a step that idly repeats the
+    one before it, `idle_repeats`, are skipped)."""
     if not traj.outcome.success:
         return []
     performed = direct_path(performed_actions(traj), traj.task)
+    unused = unused_steps(performed)
+    performed = [p for i, p in enumerate(performed) if i not in unused]
     idle = idle_repeats(performed, traj.task)
     out: list[Candidate] = []
     for length in lengths:
