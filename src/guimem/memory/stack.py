@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 from collections.abc import Callable, Sequence
@@ -83,6 +84,7 @@ def failed_text(behaviour: Behaviour, effect: str) -> str:
 
 
 
+@functools.lru_cache(maxsize=1 << 16)  # recall asks for the same edges' screens at every step
 def text_key(text: str, role: EmbedRole) -> str:
     """A text's key in the stack's vector cache."""
     return hashlib.sha1(f"{role.value}\x00{text}".encode()).hexdigest()[:24]

@@ -173,9 +173,16 @@ class Admission:
         """Buckets and pools of live items (position in entry order, id, item)."""
         self._buckets, self._pools = {}, {}
         for position, item_id, item in live:
-            self._buckets.setdefault(_bucket(item), []).append((position, item_id))
-            if _pool(item):
-                self._pools.setdefault(("app", _pool(item)[1:]), []).append((position, item_id))
+            self._file(position, item_id, item)
+
+    def _file(self, position: int, item_id: str, item: KnowledgeItem) -> tuple[tuple[str, str], str]:
+        """Put one live item in its scope bucket and its app's transfer pool; the bucket and ``_pool``."""
+        assert self._buckets is not None and self._pools is not None
+        bucket, pool = _bucket(item), _pool(item)
+        self._buckets.setdefault(bucket, []).append((position, item_id))
+        if pool:
+            self._pools.setdefault(("app", pool[1:]), []).append((position, item_id))
+        return bucket, pool
 
     def _scan(self, on_scan: OnScan | None) -> None:
         """A first open: read the live items a chunk at a time (none kept), index them and write the cache."""
@@ -186,13 +193,10 @@ class Admission:
         pools: list[str] = []
         for part in self.view.stream(LIVE):
             for rec, item in part:
-                kind, value = _bucket(item)
-                self._buckets.setdefault((kind, value), []).append((len(ids), rec.id))
-                if _pool(item):
-                    self._pools.setdefault(("app", _pool(item)[1:]), []).append((len(ids), rec.id))
+                (kind, value), pool = self._file(len(ids), rec.id, item)
                 ids.append(rec.id)
                 keys.append(f"{kind}\x00{value}")
-                pools.append(_pool(item))
+                pools.append(pool)
             if on_scan is not None:
                 on_scan([(rec.id, item) for rec, item in part])
         self.view.recount()
