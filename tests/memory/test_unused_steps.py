@@ -1,25 +1,39 @@
 """Steps whose effect the rest of the path never used are no part of a routine (issue #35: skills induced from the
-explorer's wandering kept "tap Document; tap File; tap View" and typed file names into the document)."""
+explorer's wandering kept menus it opened on the way to another and entries it typed before the right one)."""
 
 from __future__ import annotations
 
-from guimem.memory.generalise import Performed, unused_steps
-from guimem.types import Action, ActionKind, Observation, Role, Selector, UIElement
+from guimem.memory.generalise import Performed
+from guimem.memory.skills.induce import induce
+from guimem.memory.skills.unused import unused_steps
+from guimem.types import (
+    Action,
+    ActionKind,
+    Observation,
+    Outcome,
+    Role,
+    Selector,
+    Step,
+    Task,
+    Trajectory,
+    UIElement,
+)
 
-MENUS = {"File": ("New", "Save"), "Document": ("Word Wrap", "Tab Size"), "View": ("Toolbar", "Statusbar")}
+MENUS = {"File": ("Open", "Export"), "Format": ("Bold", "Italic"), "Tools": ("Ruler", "Grid")}
 
 
-def _el(role: Role, name: str, value: str | None = None, container: str = "") -> UIElement:
+def _el(role: Role, name: str, value: str | None = None, container: str = "", checked: bool | None = None
+        ) -> UIElement:
     return UIElement(ref=f"{role.value}:{name}", role=role, text=name, value=value, clickable=True,
-                     editable=role is Role.TEXTBOX, container=container)
+                     editable=role is Role.TEXTBOX, container=container, checked=checked)
 
 
-def screen(menu: str = "", toolbar: bool = False, text: str = "", location: str = "Editor", extra=()) -> Observation:
-    """The editor: a menu bar, the document, the open menu's items, the toolbar's buttons when it is on."""
+def screen(menu: str = "", ruler: bool = False, text: str = "", location: str = "Editor", extra=()) -> Observation:
+    """An editor: a menu bar, the document, the open menu's items, a ruler's buttons when it is on."""
     els = [_el(Role.MENUITEM, m) for m in MENUS] + [_el(Role.TEXTBOX, "", value=text)]
     els += [_el(Role.MENUITEM, item, container=menu) for item in MENUS.get(menu, ())]
-    if toolbar:
-        els += [_el(Role.BUTTON, b) for b in ("New", "Save As...")]
+    if ruler:
+        els += [_el(Role.BUTTON, b) for b in ("Indent", "Export as")]
     return Observation(app="editor", location=location, elements=(*els, *extra))
 
 
@@ -27,90 +41,174 @@ def tap(role: Role, name: str) -> Action:
     return Action(kind=ActionKind.TAP, ref=f"{role.value}:{name}", selector=Selector(role=role, text=name))
 
 
-def type_(text: str, name: str = "") -> Action:
-    return Action(kind=ActionKind.TYPE, ref=f"textbox:{name}", selector=Selector(role=Role.TEXTBOX, text=name),
-                  text=text)
+def type_(text: str, name: str = "", nth: int | None = None) -> Action:
+    ref = f"textbox:{name}" if nth is None else f"textbox:{name}{nth}"
+    return Action(kind=ActionKind.TYPE, ref=ref, selector=Selector(role=Role.TEXTBOX, text=name, nth=nth), text=text)
 
 
-def path(first: Observation, *steps: tuple[Action, Observation]) -> list[Performed]:
+def path(first: Observation, *steps: tuple[Action, Observation], failed: tuple[int, ...] = ()) -> list[Performed]:
     """Performed steps, each on its own screen: one step's screen after is the next one's before."""
     out, before = [], first
     for i, (action, after) in enumerate(steps):
-        out.append(Performed(i, action, before, after, False))
+        out.append(Performed(i, action, before, after, i in failed))
         before = after
     return out
 
 
-def test_menus_opened_on_the_way_and_a_toolbar_that_is_used():
-    """Document and File were opened and left; View's Toolbar was tapped, and the toolbar's Save As... used."""
-    steps = path(screen(), (tap(Role.MENUITEM, "Document"), screen("Document")),
+def test_menus_opened_on_the_way_to_another_are_unused():
+    """Format and File were opened and left; Tools' Ruler was tapped, and the ruler's Export as used."""
+    steps = path(screen(), (tap(Role.MENUITEM, "Format"), screen("Format")),
                  (tap(Role.MENUITEM, "File"), screen("File")),
-                 (tap(Role.MENUITEM, "View"), screen("View")),
-                 (tap(Role.MENUITEM, "Toolbar"), screen(toolbar=True)),
-                 (tap(Role.BUTTON, "Save As..."), screen(toolbar=True, location="Save As")))
+                 (tap(Role.MENUITEM, "Tools"), screen("Tools")),
+                 (tap(Role.MENUITEM, "Ruler"), screen(ruler=True)),
+                 (tap(Role.BUTTON, "Export as"), screen(ruler=True, location="Export")))
     assert unused_steps(steps) == {0, 1}
 
 
-def test_a_toolbar_turned_on_and_never_used_is_unused_but_the_last_step_never_is():
-    steps = path(screen(), (tap(Role.MENUITEM, "View"), screen("View")),
-                 (tap(Role.MENUITEM, "Toolbar"), screen(toolbar=True)),
-                 (type_("hello"), screen(toolbar=True, text="hello")),
-                 (tap(Role.MENUITEM, "View"), screen("View", toolbar=True, text="hello")))
-    # View shows Toolbar, which is used; the toolbar's buttons are not; the last tap is the episode's end
-    assert unused_steps(steps) == {1}
+def test_what_stays_on_the_screen_is_never_cut():
+    """A ruler turned on and never used stays on the screen (so does an added row, an expanded section): what a
+    routine's later screens show may depend on it. Tools is used by the Ruler tap; the last step is the end."""
+    steps = path(screen(), (tap(Role.MENUITEM, "Tools"), screen("Tools")),
+                 (tap(Role.MENUITEM, "Ruler"), screen(ruler=True)),
+                 (type_("hello"), screen(ruler=True, text="hello")),
+                 (tap(Role.MENUITEM, "Tools"), screen("Tools", ruler=True, text="hello")))
+    assert unused_steps(steps) == set()
+    row = (_el(Role.LISTITEM, "milk"),)
+    for end in (screen(location="Done"), screen(location="Next")):  # the page after: reset, or another page
+        steps = path(screen(), (tap(Role.BUTTON, "Add"), screen(extra=row)), (tap(Role.BUTTON, "Next"), end),
+                     (tap(Role.BUTTON, "Submit"), screen(location="Done")))
+        assert unused_steps(steps) == set(), "a row added and then out of sight was still added"
+    steps = path(screen(), (tap(Role.BUTTON, "Add"), screen(extra=row)), (tap(Role.BUTTON, "Submit"), screen()))
+    assert unused_steps(steps) == set(), "the episode's end (a page reset on the same screen) proves nothing"
+    section = (_el(Role.LINK, "details"),)
+    steps = path(screen(), (tap(Role.BUTTON, "Add"), screen(extra=row)),
+                 (tap(Role.BUTTON, "Expand"), screen(extra=(*row, *section))),
+                 (tap(Role.BUTTON, "Submit"), screen(location="Done")))
+    assert unused_steps(steps) == set()
+
+
+def test_a_menu_whose_only_used_item_was_cut_goes_too():
+    """Tools was opened for Grid, and Grid only opened a sub-menu nobody used: both go (repeated until stable)."""
+    grid = (_el(Role.MENUITEM, "Fine", container="Grid"),)
+    steps = path(screen(), (tap(Role.MENUITEM, "Tools"), screen("Tools")),
+                 (tap(Role.MENUITEM, "Grid"), screen("Tools", extra=grid)),
+                 (type_("hello"), screen(text="hello")),
+                 (tap(Role.BUTTON, "Save"), screen(location="Done")))
+    assert unused_steps(steps) == {0, 1}
 
 
 def test_a_click_the_open_menu_swallowed_goes_with_the_opening():
-    """Opening Document and then tapping the toolbar's New only closed the menu (nothing else changed)."""
-    steps = path(screen(toolbar=True), (tap(Role.MENUITEM, "Document"), screen("Document", toolbar=True)),
-                 (tap(Role.BUTTON, "New"), screen(toolbar=True)),
-                 (tap(Role.BUTTON, "Save As..."), screen(toolbar=True, location="Save As")))
+    """Opening Format and then tapping the ruler's Indent only closed the menu (nothing else changed)."""
+    steps = path(screen(ruler=True), (tap(Role.MENUITEM, "Format"), screen("Format", ruler=True)),
+                 (tap(Role.BUTTON, "Indent"), screen(ruler=True)),
+                 (tap(Role.BUTTON, "Export as"), screen(ruler=True, location="Export")))
     assert unused_steps(steps) == {0, 1}
 
 
 def test_a_click_that_closes_a_menu_a_kept_step_opened_stays():
-    steps = path(screen(toolbar=True), (tap(Role.MENUITEM, "View"), screen("View", toolbar=True)),
-                 (tap(Role.BUTTON, "New"), screen(toolbar=True)),
-                 (tap(Role.MENUITEM, "View"), screen("View", toolbar=True)),
-                 (tap(Role.MENUITEM, "Toolbar"), screen(location="Done")))
-    # the first View is used (its Toolbar is tapped at the end), so the tap that closed it is kept
+    steps = path(screen(ruler=True), (tap(Role.MENUITEM, "Tools"), screen("Tools", ruler=True)),
+                 (tap(Role.BUTTON, "Indent"), screen(ruler=True)),
+                 (tap(Role.MENUITEM, "Tools"), screen("Tools", ruler=True)),
+                 (tap(Role.MENUITEM, "Ruler"), screen(location="Done")))
+    # the first Tools is used (its Ruler is tapped at the end), so the tap that closed it is kept
     assert unused_steps(steps) == set()
 
 
 def test_steps_that_went_somewhere_or_changed_something_are_kept():
     folder = (_el(Role.LISTITEM, "reports"), _el(Role.LISTITEM, "drafts"))
-    inside = (_el(Role.BUTTON, "reports"),)
+    inside = (_el(Role.LISTITEM, "q3.txt"),)
     steps = path(screen(extra=folder), (tap(Role.LISTITEM, "reports"), screen(extra=inside)),  # into a folder
-                 (tap(Role.MENUITEM, "View"), screen("View", extra=inside)),
-                 (tap(Role.MENUITEM, "Statusbar"), screen(location="Other", extra=inside)),  # a new location
-                 (tap(Role.BUTTON, "reports"), screen(location="Other", extra=inside)))
+                 (tap(Role.MENUITEM, "File"), screen("File", extra=inside, location="Other")),  # a new location
+                 (tap(Role.BUTTON, "Save"), screen(location="Done")))
     assert unused_steps(steps) == set()
-    box = (_el(Role.CHECKBOX, "wrap"),)
-    checked = (UIElement(ref="checkbox:wrap", role=Role.CHECKBOX, text="wrap", checked=True, clickable=True),)
-    box = (UIElement(ref="checkbox:wrap", role=Role.CHECKBOX, text="wrap", checked=False, clickable=True),)
-    steps = path(screen(extra=box), (tap(Role.CHECKBOX, "wrap"), screen("Document", extra=checked)),
-                 (tap(Role.BUTTON, "Save As..."), screen(location="Save As")))
-    assert unused_steps(steps) == set(), "it showed a menu nobody used, but it also checked a box"
+    # into a folder, whose listing the next step changes on the same screen: what it showed is gone, yet it went
+    sorted_ = (_el(Role.LISTITEM, "q4.txt"),)
+    steps = path(screen(extra=folder), (tap(Role.LISTITEM, "reports"), screen(extra=inside)),
+                 (tap(Role.BUTTON, "Sort"), screen(extra=sorted_)), (tap(Role.BUTTON, "Save"), screen(location="Done")))
+    assert unused_steps(steps) == set()
+    # to another screen, whose elements the next step replaces there
+    steps = path(screen(), (tap(Role.BUTTON, "Preview"), screen(location="Preview", extra=inside)),
+                 (tap(Role.BUTTON, "Sort"), screen(location="Preview", extra=sorted_)),
+                 (tap(Role.BUTTON, "Save"), screen(location="Done")))
+    assert unused_steps(steps) == set()
+    off = (_el(Role.CHECKBOX, "wrap", checked=False),)
+    on = (_el(Role.CHECKBOX, "wrap", checked=True),)
+    steps = path(screen(extra=off), (tap(Role.CHECKBOX, "wrap"), screen("Format", extra=on)),
+                 (tap(Role.BUTTON, "Save"), screen(location="Done")))
+    assert unused_steps(steps) == set(), "it showed a menu nobody used, but it also ticked a box"
+    combo = (UIElement(ref="combobox:size", role=Role.COMBOBOX, label="size", text="small"),)
+    picked = (UIElement(ref="combobox:size", role=Role.COMBOBOX, label="size", text="large"),)
+    steps = path(screen(extra=combo), (tap(Role.COMBOBOX, "size"), screen("Format", extra=picked)),
+                 (tap(Role.MENUITEM, "File"), screen("File", extra=picked)),
+                 (tap(Role.BUTTON, "Save"), screen(location="Done")))
+    assert unused_steps(steps) == set(), "its text changed"
 
 
 def test_a_step_of_a_skill_run_is_not_judged_by_the_runs_screens():
     start, end = screen(), screen("File")
-    run = [Performed(0, tap(Role.MENUITEM, "Document"), start, end, False),
+    run = [Performed(0, tap(Role.MENUITEM, "Format"), start, end, False),
            Performed(0, tap(Role.MENUITEM, "File"), start, end, False)]
-    after = Performed(1, tap(Role.BUTTON, "Save As..."), end, screen(location="Save As"), False)
+    after = Performed(1, tap(Role.BUTTON, "Save"), end, screen(location="Done"), False)
     assert unused_steps([*run, after]) == set()
 
 
 def test_an_entry_a_later_entry_in_the_same_field_replaces_is_unused():
-    steps = path(screen(), (type_("todo.txt"), screen(text="todo.txt")),
-                 (tap(Role.MENUITEM, "View"), screen("View", text="todo.txt")),  # a menu between changes nothing
-                 (type_("call the plumber"), screen("View", text="call the plumber")),
-                 (tap(Role.MENUITEM, "Toolbar"), screen(toolbar=True, text="call the plumber")),
-                 (tap(Role.BUTTON, "Save As..."), screen(location="Save As")))
+    steps = path(screen(), (type_("notes.txt"), screen(text="notes.txt")),
+                 (tap(Role.MENUITEM, "Tools"), screen("Tools", text="notes.txt")),  # a menu between changes nothing
+                 (type_("call the plumber"), screen("Tools", text="call the plumber")),
+                 (tap(Role.MENUITEM, "Ruler"), screen(ruler=True, text="call the plumber")),
+                 (tap(Role.BUTTON, "Export as"), screen(location="Export")))
     assert unused_steps(steps) == {0}
+
+
+def test_entries_that_were_used_or_went_elsewhere_are_kept():
     name = (_el(Role.TEXTBOX, "Name", value=""),)
-    steps = path(screen(extra=name), (type_("todo.txt"), screen(text="todo.txt", extra=name)),
-                 (type_("a.txt", "Name"), screen(text="todo.txt", extra=name)),  # another field
+    steps = path(screen(extra=name), (type_("notes.txt"), screen(text="notes.txt", extra=name)),
+                 (type_("a.txt", "Name"), screen(text="notes.txt", extra=name)),  # another field between
                  (type_("call the plumber"), screen(text="call the plumber", extra=name)),
-                 (tap(Role.BUTTON, "Save As..."), screen(location="Save As")))
-    assert unused_steps(steps) == set(), "a step between that is not a passive tap keeps the first entry"
+                 (tap(Role.BUTTON, "Save"), screen(location="Done")))
+    assert unused_steps(steps) == set(), "a step between that is not a menu keeps the first entry"
+
+    def two(first: str, second: str) -> tuple[UIElement, ...]:
+        return (UIElement(ref="textbox:0", role=Role.TEXTBOX, value=first, editable=True),
+                UIElement(ref="textbox:1", role=Role.TEXTBOX, value=second, editable=True))
+    steps = path(screen(extra=two("", "")), (type_("Ann", nth=0), screen(extra=two("Ann", ""))),
+                 (type_("Lee", nth=1), screen(extra=two("Ann", "Lee"))),
+                 (tap(Role.BUTTON, "Save"), screen(location="Done")))
+    assert unused_steps(steps) == set(), "two unnamed fields are two fields"
+    added = (_el(Role.LISTITEM, "foo"),)
+    steps = path(screen(), (type_("foo"), screen(text="foo")),
+                 (tap(Role.BUTTON, "Add"), screen(text="foo", extra=added)),  # shows a row that stays
+                 (type_("bar"), screen(text="bar", extra=added)),
+                 (tap(Role.BUTTON, "Add"), screen(location="Done")))
+    assert unused_steps(steps) == set(), "the tap between used the entry"
+    other = (UIElement(ref="textbox:other", role=Role.TEXTBOX, value="", editable=True),)
+    elsewhere = type_("bar").model_copy(update={"ref": "textbox:other"})  # the same selector, another field
+    steps = path(screen(extra=other), (type_("foo"), screen(text="foo", extra=other)),
+                 (tap(Role.MENUITEM, "Tools"), screen("Tools", text="foo", extra=other)),
+                 (elsewhere, screen("Tools", text="foo")), (tap(Role.BUTTON, "Save"), screen(location="Done")))
+    assert unused_steps(steps) == set(), "the field the later entry went to did not hold the first one"
+    steps = path(screen(), (type_("foo"), screen(text="foo")), (type_("bar"), screen(text="foo")),
+                 (tap(Role.BUTTON, "Save"), screen(location="Done")), failed=(1,))
+    assert unused_steps(steps) == set(), "the later entry failed: the first one stands"
+
+
+def test_induced_routines_and_their_replay_prefix_leave_the_unused_steps_out():
+    """End to end through `induce`: no routine holds the menus opened on the way or the replaced entry, and the
+    prefix a routine is verified after (replayed from the task's start) leaves them out too."""
+    task = Task(id="edit", goal='Write "hi" and export it.', app="editor", seed=1, params={"text": "hi"})
+    screens = [screen(), screen(text="oops"), screen("Format", text="oops"), screen("File", text="oops"),
+               screen("Tools", text="oops"), screen("Tools", text="hi"), screen(ruler=True, text="hi")]
+    actions = [type_("oops"), tap(Role.MENUITEM, "Format"), tap(Role.MENUITEM, "File"), tap(Role.MENUITEM, "Tools"),
+               type_("hi"), tap(Role.MENUITEM, "Ruler"), tap(Role.BUTTON, "Export as")]
+    steps = tuple(Step(index=i, observation=screens[i], action=a) for i, a in enumerate(actions))
+    traj = Trajectory(task=task, steps=steps, final_observation=screen(location="Export"),
+                      outcome=Outcome(success=True, score=1.0))
+    found = induce(traj)
+    seen = {(a.kind, a.text or a.selector.text) for c in found for a in (*c.program.steps, *c.source.prefix)
+            if a.selector is not None}
+    assert not seen & {(ActionKind.TAP, "Format"), (ActionKind.TAP, "File"), (ActionKind.TYPE, "oops")}, seen
+    longest = max(found, key=lambda c: len(c.program.steps))
+    assert [(a.kind, a.text or a.selector.text) for a in longest.program.steps if a.selector is not None] == [
+        (ActionKind.TAP, "Tools"), (ActionKind.TYPE, "{text}"), (ActionKind.TAP, "Ruler"),
+        (ActionKind.TAP, "Export as")]

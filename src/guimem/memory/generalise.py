@@ -19,7 +19,6 @@ from guimem.types import (
     ActionErrorCode,
     ActionKind,
     Observation,
-    Role,
     Selector,
     Task,
     Trajectory,
@@ -381,93 +380,6 @@ def idle_repeats(performed: Sequence[Performed], task: Task) -> set[int]:
     templates = [generalise_action(p.action, task) for p in performed]
     return {i for i in range(1, len(performed)) if templates[i] == templates[i - 1]
             and _situation(performed[i].before, task) == _situation(performed[i].after, task)}
-
-
-def _key(el: UIElement) -> tuple[str, str]:
-    return el.role.value, el.label or el.text or el.resource_id
-
-
-def _targets(p: Performed) -> set[tuple[str, str]]:
-    """What a performed action aimed at, as element keys: the element its ref named on the screen before it
-    (when that screen is its own) and the element its selector names."""
-    keys: set[tuple[str, str]] = set()
-    el = p.before.element(p.action.ref) if p.action.ref else None
-    if el is not None:
-        keys.add(_key(el))
-    sel = p.action.selector
-    if sel is not None and sel.role is not None:
-        keys.add((sel.role.value, sel.label or sel.text or sel.resource_id))
-    return keys
-
-
-def _states(obs: Observation) -> dict[tuple[str, str], list[tuple[str, bool | None, bool]]]:
-    out: dict[tuple[str, str], list[tuple[str, bool | None, bool]]] = {}
-    for el in obs.elements:
-        out.setdefault(_key(el), []).append((el.value or "", el.checked, el.enabled))
-    return {k: sorted(v, key=repr) for k, v in out.items()}
-
-
-def unused_steps(performed: Sequence[Performed]) -> set[int]:
-    """The positions of steps whose effect the rest of the path never used, so that a routine can leave them out:
-
-    - **an unused opening**: a tap, made on its own screen, that left the location as it was, changed no value,
-      box or enabled state of what was already there, took nothing away but menu items (one menu closing as
-      the next opens), and showed new elements none of which a later step targets (the explorer opening the
-      Document menu on its way to File; a menu item opened and left);
-    - **a swallowed tap**: a tap whose only effect was to close what unused openings had shown (a click that
-      the open menu took);
-    - **an overwritten entry**: a ``type`` into a field that a later ``type`` into the same field replaces, with
-      nothing between them but taps that changed no value and took away nothing but menu items.
-
-    A routine that keeps such a step replays it wherever it runs, and what it shows can lead an agent astray.
-    The last step is never one (the screen after it is the episode's end), and a step of a skill run is never
-    judged by its screens (they are the whole run's, not its own)."""
-    out, passive = _unused_taps(performed)
-    out |= _overwritten(performed, out | passive)
-    return out
-
-
-def _unused_taps(performed: Sequence[Performed]) -> tuple[set[int], set[int]]:
-    """The unused openings and swallowed taps (`unused_steps`), and every passive tap: made on its own screen,
-    it changed no value and took away nothing but menu items."""
-    out: set[int] = set()
-    passive: set[int] = set()
-    opened: set[tuple[str, str]] = set()  # what the unused openings so far showed
-    for i, p in enumerate(performed[:-1]):
-        nxt = performed[i + 1]
-        own = (i == 0 or performed[i - 1].after is p.before) and nxt.before is p.after
-        if not own or p.failed or p.action.kind is not ActionKind.TAP or p.before.location != p.after.location:
-            continue
-        before, after = _states(p.before), _states(p.after)
-        if any(before[k] != after[k] for k in before.keys() & after.keys()):
-            continue
-        shown, gone = after.keys() - before.keys(), before.keys() - after.keys()
-        if any(role != Role.MENUITEM.value for role, _ in gone - opened):
-            continue  # it took away what was there: it went somewhere (into a folder, to another tab)
-        passive.add(i)
-        if shown and not any(_targets(q) & shown for q in performed[i + 1:]):
-            out.add(i)
-            opened |= shown
-        elif not shown and gone and gone <= opened:
-            out.add(i)
-    return out, passive
-
-
-def _overwritten(performed: Sequence[Performed], between: set[int]) -> set[int]:
-    """The entries a later entry into the same field replaces, with only steps of ``between`` in between."""
-    out: set[int] = set()
-    for i, p in enumerate(performed[:-1]):
-        if p.action.kind is not ActionKind.TYPE:
-            continue
-        field = _targets(p)
-        for j in range(i + 1, len(performed)):
-            q = performed[j]
-            if q.action.kind is ActionKind.TYPE and _targets(q) & field and not q.failed:
-                out.add(i)
-                break
-            if j not in between:
-                break
-    return out
 
 
 def describe_templates(actions: tuple[Action, ...] | list[Action]) -> str:

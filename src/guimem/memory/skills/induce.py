@@ -18,11 +18,11 @@ from guimem.memory.generalise import (
     state_masks,
     state_text,
     template_key,
-    unused_steps,
 )
 from guimem.memory.program import SkillProgram
 from guimem.memory.roles import roles_of
 from guimem.memory.settings import WINDOW_LENGTHS
+from guimem.memory.skills.unused import unused_steps
 from guimem.types import Action, Trajectory, mask_text
 
 _SLUG = re.compile(r"[^a-z0-9]+")
