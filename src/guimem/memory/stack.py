@@ -28,6 +28,7 @@ from guimem.memory.base import RecallQuery, RoundLog, StoredRounds
 from guimem.memory.generalise import direct_path, state_text, template_key
 from guimem.memory.indexcache import IndexCache
 from guimem.memory.kit import MemoryKit, acts_here
+from guimem.memory.pool import SCAN_UP_TO, PoolSearch
 from guimem.memory.program import can_start, execute, record_use
 from guimem.memory.ranking import mmr, tau_for
 from guimem.memory.settings import MemorySpec
@@ -201,6 +202,7 @@ class StackMemory(AdmissionMembers, StoredRounds):
             self._texts = VectorTable(kit.embedder.dim, spill_dir=self.cache.folder)
         self._unsaved = False
         self._skills: dict[str, str] = {}  # name → id of the skills recall has shown (what a policy can run)
+        self._searches: dict[str, PoolSearch] = {}  # by app: the large transfer pools' relevance indexes
         # opened without its index cache, the lifecycle reads the items a chunk at a time and the texts of each
         # chunk are embedded there (`_embed_items`); from the cache, nothing is read until recall needs it
         self.lifecycle = Admission(kit, self.spec.steer.gate, StackProposer(proposer, parser, env_factory, llm),
@@ -318,20 +320,35 @@ class StackMemory(AdmissionMembers, StoredRounds):
         (`AdmissionRules.transfer`; `guimem.memory.steer.scope`)."""
         if not self.spec.admission.transfer:
             return []
-        out = []
-        for item_id in self.lifecycle.pool(query.task.app):
+
+        def fits(item_id: str) -> KnowledgeItem | None:
             entry = self.lifecycle.entry(item_id)
             if entry is None or entry[1] not in (ItemStatus.ADMITTED, *UNDER_TEST):  # changed since the pool was read
-                continue
+                return None
             item = entry[0]
-            if offerable(item, query.task, contract, self.spec.exclude_source_task) and \
-                    self._fits_screen(item, query, state, here) and \
-                    (item.kind != "procedure" or acts_here(item.behaviour, query.task, query.observation)):
-                out.append((item_id, item))
+            ok = offerable(item, query.task, contract, self.spec.exclude_source_task) and \
+                self._fits_screen(item, query, state, here) and \
+                (item.kind != "procedure" or acts_here(item.behaviour, query.task, query.observation))
+            return item if ok else None
+
+        entries = self.lifecycle.pool_entries(query.task.app)
+        if len(entries) > SCAN_UP_TO:  # a large pool: searched in relevance order (`guimem.memory.pool`)
+            search = self._searches.get(query.task.app) or self._searches.setdefault(
+                query.task.app, PoolSearch(self.kit.vector_index, self.kit.embedder.dim))
+            search.sync(entries, self._pool_vectors)
+            found = search.first(self._query(query, here), fits)
+            return [found] if found is not None else []
+        out = [(item_id, item) for _, item_id in entries if (item := fits(item_id)) is not None]
         if len(out) > 1:  # the most relevant first (SGDR's relevance, as recall ranks)
             q = self._query(query, here)
             out.sort(key=lambda pair: -float(self._vector(pair[1]) @ q))
         return out
+
+    def _pool_vectors(self, ids: list[str]) -> tuple[list[str], NDArray[np.float32]]:
+        """Relevance vectors of pool items (their content, as recall ranks), for the ids still there."""
+        found = [(i, e[0]) for i in ids if (e := self.lifecycle.entry(i)) is not None]
+        rows = self._embed([it.content for _, it in found], EmbedRole.PASSAGE)
+        return [i for i, _ in found], np.stack(rows) if rows else np.zeros((0, self.kit.embedder.dim), np.float32)
 
     def _query(self, query: RecallQuery, here: _Screen) -> NDArray[np.float32]:
         """SGDR's relevance query: α · this screen + (1 − α) · the goal."""

@@ -327,7 +327,11 @@ class Admission:
     def pool(self, app: str) -> list[str]:
         """Live task-scoped items that may act on another task of ``app`` (`transferable`), in entry order,
         without reading every item."""
-        return [item_id for _, item_id in self._indexed()[1].get(("app", app), ())]
+        return [item_id for _, item_id in self.pool_entries(app)]
+
+    def pool_entries(self, app: str) -> Sequence[tuple[int, str]]:
+        """``pool(app)`` as (position, id) pairs: the list held, not a copy (a change replaces or grows it)."""
+        return self._indexed()[1].get(("app", app), [])
 
     def live_for(self, task: Task) -> list[tuple[str, KnowledgeItem, ItemStatus]]:
         """Items that may be shown (admitted or under test) and whose scope can fit ``task``, in entry
