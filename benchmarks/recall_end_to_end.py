@@ -251,10 +251,30 @@ def child(method: str, store_path: str, queries: int, cache_dir: str | None,
         t0 = time.perf_counter()
         CachedEmbedder(inner).embed([_state(obs, task)])
         parts.append((time.perf_counter() - t0) * 1000)
+    transfer = _transfer_recalls(memory, fresh_shots[:TRANSFER_QUERIES]) if method == "stack" else {}
     memory.close()
     return {"open_s": opened, "first_recall_s": first, "rss_mb": rss, "peak_mb": peak, "cold_p50": _p(cold, 0.5),
             "cold_p95": _p(cold, 0.95), "warm_p50": _p(warm, 0.5), "embed_p50": _p(parts, 0.5),
-            "first_step_p50": _p(first_step, 0.5), "queries": len(cold)}
+            "first_step_p50": _p(first_step, 0.5), "queries": len(cold), **transfer}
+
+
+TRANSFER_QUERIES = 20
+
+
+def _transfer_recalls(memory, shots) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """The same screens for a task of the same app that memory holds nothing of: the stack looks through the app's
+    transfer pool (`StackMemory._offers`). The first such recall of a process also readies the pool's search."""
+    from guimem.memory.base import RecallQuery
+
+    times = []
+    for task, obs in shots:
+        sibling = task.model_copy(update={"id": f"{task.id}-a-sibling-memory-never-saw"})
+        t0 = time.perf_counter()
+        memory.recall(RecallQuery(task=sibling, observation=obs, step=1))
+        times.append((time.perf_counter() - t0) * 1000)
+    pool = len(memory.lifecycle.pool(shots[0][0].app)) if shots else 0
+    return {"transfer_first_ms": times[0] if times else 0.0, "transfer_p50": _p(times[1:] or [0.0], 0.5),
+            "transfer_p95": _p(times[1:] or [0.0], 0.95), "pool": pool}
 
 
 def _template_texts(method: str) -> list[str]:
@@ -448,6 +468,12 @@ def main() -> None:
                          None, None))
             rows.append((f"{method} cold recall p50, an episode's first step (goal too) @{size:,}",
                          f"{after['first_step_p50']:.1f} ms", None, None))
+            if "transfer_p50" in after:
+                rows.append((f"{method} recall with only other tasks' items (a pool of {after['pool']:,}) p50 / p95 "
+                             f"@{size:,}", f"{after['transfer_p50']:.1f} / {after['transfer_p95']:.1f} ms", target,
+                             after["transfer_p50"] / target))
+                rows.append((f"{method} the first such recall (readies the pool's search) @{size:,}",
+                             f"{after['transfer_first_ms']:.0f} ms", None, None))
             if size <= 100_000:
                 rows.append((f"{method} warm recall p50 @{size:,}", f"{after['warm_p50']:.2f} ms", 2.0,
                              after["warm_p50"] / 2.0))
