@@ -4,6 +4,7 @@ explorer's wandering kept menus it opened on the way to another and entries it t
 from __future__ import annotations
 
 from guimem.memory.generalise import Performed
+from guimem.memory.program import can_start
 from guimem.memory.skills.induce import induce
 from guimem.memory.skills.unused import unused_steps
 from guimem.types import (
@@ -212,3 +213,24 @@ def test_induced_routines_and_their_replay_prefix_leave_the_unused_steps_out():
     assert [(a.kind, a.text or a.selector.text) for a in longest.program.steps if a.selector is not None] == [
         (ActionKind.TAP, "Tools"), (ActionKind.TYPE, "{text}"), (ActionKind.TAP, "Ruler"),
         (ActionKind.TAP, "Export as")]
+
+
+def test_a_routine_learned_inside_an_open_menu_starts_only_where_that_menu_is_open():
+    """A window that began with the Tools menu already open (its opening was before the window, or in a skill run)
+    taps one of the menu's items: it starts only where that item is on the screen, not wherever its first step's
+    text box is (issue #35: "type; tap Toolbar; tap Save" started on a screen without the menu, failed at its
+    second step, and the episode went elsewhere)."""
+    task = Task(id="edit", goal='Write "hi" and export it.', app="editor", seed=1, params={"text": "hi"})
+    screens = [screen(), screen("Tools"), screen("Tools", text="hi"), screen(ruler=True, text="hi")]
+    actions = [tap(Role.MENUITEM, "Tools"), type_("hi"), tap(Role.MENUITEM, "Ruler"), tap(Role.BUTTON, "Export as")]
+    steps = tuple(Step(index=i, observation=screens[i], action=a) for i, a in enumerate(actions))
+    traj = Trajectory(task=task, steps=steps, final_observation=screen(location="Export"),
+                      outcome=Outcome(success=True, score=1.0))
+    (inside,) = [c for c in induce(traj) if [a.kind for a in c.program.steps] == [ActionKind.TYPE, ActionKind.TAP]
+                 and c.program.steps[1].selector.text == "Ruler"]
+    assert inside.program.present == (1,)
+    assert can_start(inside.program, {"text": "hi"}, screen("Tools"))
+    assert not can_start(inside.program, {"text": "hi"}, screen()), "no Tools menu open: no Ruler to tap"
+    (whole,) = [c for c in induce(traj) if len(c.program.steps) == 4]
+    assert whole.program.present == (1,), "its text box was there; the Ruler its own Tools tap shows was not"
+    assert can_start(whole.program, {"text": "hi"}, screen())

@@ -22,6 +22,7 @@ from guimem.types import Action, ActionError, ActionErrorCode, ActionKind, Behav
 from guimem.types.episode import Roles
 
 MAX_NEEDS = 32
+MAX_STEPS = 64
 MAX_FIELD = 80
 
 
@@ -37,18 +38,22 @@ class SkillProgram(BaseModel):
     needs: tuple[Annotated[str, StringConstraints(max_length=MAX_FIELD)], ...] = Field(default=(), max_length=MAX_NEEDS)
     """Fields that were filled where the program started when it was learned (a window from the middle
     of an episode presupposes the steps before it): it can start only where they are filled."""
+    present: tuple[Annotated[int, Field(ge=1, le=MAX_STEPS)], ...] = Field(default=(), max_length=MAX_STEPS)
+    """The later steps whose element was already on the screen where the program started when it was learned
+    (a window that began inside an open menu taps one of its items): it can start only where they are too."""
     serves: str = Field(default="", max_length=32, pattern=r"^[a-z]*$")
     """The verb of the goal its last step finished, when that step ended the episode (`Behaviour.serves`)."""
 
     @classmethod
     def from_templates(cls, steps: tuple[Action, ...], roles: dict[str, str] | None = None,
-                       needs: tuple[str, ...] = (), serves: str = "") -> SkillProgram:
+                       needs: tuple[str, ...] = (), serves: str = "", present: tuple[int, ...] = ()) -> SkillProgram:
         """A program whose parameters are the placeholders its steps use, in order."""
         names: list[str] = []
         for step in steps:
             names += [n for n in step.params() if n not in names]
         return cls(params=tuple(names), steps=steps, roles={n: r for n, r in (roles or {}).items() if n in names},
-                   needs=tuple(n[:MAX_FIELD] for n in needs[:MAX_NEEDS]), serves=serves[:32])
+                   needs=tuple(n[:MAX_FIELD] for n in needs[:MAX_NEEDS]), serves=serves[:32],
+                   present=tuple(i for i in present if 0 < i < len(steps)))
 
     @property
     def behaviour(self) -> Behaviour:
@@ -108,17 +113,21 @@ class SkillRun:
 
 
 def can_start(program: SkillProgram, args: dict[str, str], observation: Observation) -> bool:
-    """Can ``program`` start on this screen: are its arguments given, are the fields it needs filled, and
-    does its first targeted step find its element here (with the arguments filled)?"""
+    """Can ``program`` start on this screen: are its arguments given, are the fields it needs filled, and do
+    its first step and the steps it learned with their element already there (`SkillProgram.present`) find
+    their element here (with the arguments filled)?"""
     if any(p not in args for p in program.params) or not program.steps:
         return False
     if program.needs and not set(program.needs) <= set(filled_fields(observation, args.values())):
         return False
-    first = program.steps[0].bind(args)
-    if first.selector is None:
-        return True
-    res, _ = locate(first.selector, observation)
-    return res.ok and res.element is not None
+    for step in (program.steps[0], *(program.steps[i] for i in program.present if i < len(program.steps))):
+        selector = step.bind(args).selector
+        if selector is None:
+            continue
+        res, _ = locate(selector, observation)
+        if not res.ok or res.element is None:
+            return False
+    return True
 
 
 def execute(env: Env, program: SkillProgram, args: dict[str, str], observation: Observation,

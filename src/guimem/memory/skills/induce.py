@@ -19,11 +19,12 @@ from guimem.memory.generalise import (
     state_text,
     template_key,
 )
+from guimem.memory.kit import locate
 from guimem.memory.program import SkillProgram
 from guimem.memory.roles import roles_of
 from guimem.memory.settings import WINDOW_LENGTHS
 from guimem.memory.skills.unused import unused_steps
-from guimem.types import Action, Trajectory, mask_text
+from guimem.types import Action, Observation, Task, Trajectory, mask_text
 
 _SLUG = re.compile(r"[^a-z0-9]+")
 
@@ -67,6 +68,18 @@ def describe(program: SkillProgram, traj: Trajectory, first: Performed) -> str:
     return f"{steps}. Screen: {first.before.app} {first.before.location}. For goals like: {goal}"
 
 
+def _present(steps: tuple[Action, ...], start: Observation, task: Task) -> tuple[int, ...]:
+    """The later steps whose element was already on the screen the window started on (`SkillProgram.present`)."""
+    found = []
+    for i, step in enumerate(steps[1:], start=1):
+        selector = step.bind(dict(task.params)).selector
+        if selector is not None:
+            res, _ = locate(selector, start)
+            if res.ok and res.element is not None:
+                found.append(i)
+    return tuple(found)
+
+
 def induce(traj: Trajectory, lengths: tuple[int, ...] = WINDOW_LENGTHS) -> list[Candidate]:
     """Every window of a *successful* trajectory's direct path (its detours cut, and the steps whose effect the
     rest of the path never used, `unused_steps`; windows with a failed action or with a step that idly repeats the
@@ -87,7 +100,8 @@ def induce(traj: Trajectory, lengths: tuple[int, ...] = WINDOW_LENGTHS) -> list[
             ends = start + length == len(performed)
             program = SkillProgram.from_templates(steps, roles_of(steps, traj.task),
                                                   filled_fields(window[0].before, state_masks(traj.task)),
-                                                  serves=goal_verb(traj.task) if ends else "")
+                                                  serves=goal_verb(traj.task) if ends else "",
+                                                  present=_present(steps, window[0].before, traj.task))
             key = template_key(steps)
             digest = hashlib.sha1(key.encode()).hexdigest()[:6]
             source = SkillSource(
