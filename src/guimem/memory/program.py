@@ -120,14 +120,16 @@ def can_start(program: SkillProgram, args: dict[str, str], observation: Observat
         return False
     if program.needs and not set(program.needs) <= set(filled_fields(observation, args.values())):
         return False
-    for step in (program.steps[0], *(program.steps[i] for i in program.present if i < len(program.steps))):
-        selector = step.bind(args).selector
-        if selector is None:
-            continue
-        res, _ = locate(selector, observation)
-        if not res.ok or res.element is None:
-            return False
-    return True
+    return all(finds(program.steps[i], args, observation) for i in (0, *program.present) if i < len(program.steps))
+
+
+def finds(step: Action, args: dict[str, str], observation: Observation) -> bool:
+    """Does ``step`` (its arguments filled) find its element on this screen? A step with no target does."""
+    selector = step.bind(args).selector
+    if selector is None:
+        return True
+    res, _ = locate(selector, observation)
+    return res.ok and res.element is not None
 
 
 def execute(env: Env, program: SkillProgram, args: dict[str, str], observation: Observation,

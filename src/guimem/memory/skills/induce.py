@@ -19,8 +19,7 @@ from guimem.memory.generalise import (
     state_text,
     template_key,
 )
-from guimem.memory.kit import locate
-from guimem.memory.program import SkillProgram
+from guimem.memory.program import SkillProgram, finds
 from guimem.memory.roles import roles_of
 from guimem.memory.settings import WINDOW_LENGTHS
 from guimem.memory.skills.unused import unused_steps
@@ -70,14 +69,9 @@ def describe(program: SkillProgram, traj: Trajectory, first: Performed) -> str:
 
 def _present(steps: tuple[Action, ...], start: Observation, task: Task) -> tuple[int, ...]:
     """The later steps whose element was already on the screen the window started on (`SkillProgram.present`)."""
-    found = []
-    for i, step in enumerate(steps[1:], start=1):
-        selector = step.bind(dict(task.params)).selector
-        if selector is not None:
-            res, _ = locate(selector, start)
-            if res.ok and res.element is not None:
-                found.append(i)
-    return tuple(found)
+    args = dict(task.params)
+    return tuple(i for i, step in enumerate(steps[1:], start=1)
+                 if step.selector is not None and finds(step, args, start))
 
 
 def induce(traj: Trajectory, lengths: tuple[int, ...] = WINDOW_LENGTHS) -> list[Candidate]:

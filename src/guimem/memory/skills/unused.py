@@ -76,10 +76,11 @@ def unused_steps(performed: Sequence[Performed]) -> set[int]:
     Cutting one step can leave another unused (the menu whose only used item was the cut one): repeated until
     nothing changes."""
     taps = _passive_taps(performed)
+    targets = [_targets(p) for p in performed]
     menus = {i for i, (shown, _) in taps.items() if shown and all(r == Role.MENUITEM.value for r, _ in shown)}
     out: set[int] = set()
     while True:
-        found = _unused_taps(performed, taps, out)
+        found = _unused_taps(performed, taps, targets, out)
         found |= _overwritten(performed, found | menus)
         if found == out:
             return out
@@ -87,7 +88,7 @@ def unused_steps(performed: Sequence[Performed]) -> set[int]:
 
 
 def _unused_taps(performed: Sequence[Performed], taps: dict[int, tuple[frozenset[Key], frozenset[Key]]],
-                 out: set[int]) -> set[int]:
+                 targets: Sequence[set[Key]], out: set[int]) -> set[int]:
     """The unused openings and swallowed taps, given the steps ``out`` already left out."""
     out = set(out)
     opened: set[Key] = set()  # what the openings cut so far showed
@@ -97,7 +98,7 @@ def _unused_taps(performed: Sequence[Performed], taps: dict[int, tuple[frozenset
             continue
         later = [j for j in range(i + 1, len(performed)) if j not in out]  # never empty: the last step stays
         if shown:
-            cut = _closed(performed, later[0], shown) and not any(_targets(performed[j]) & shown for j in later)
+            cut = _closed(performed, later[0], shown) and not any(targets[j] & shown for j in later)
         else:
             cut = bool(gone) and gone <= opened
         if cut:
