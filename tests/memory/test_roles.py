@@ -44,9 +44,10 @@ def test_a_skill_from_one_sibling_binds_to_another_s_values_by_role():
     program = SkillProgram.from_templates((OPEN, TYPE_TO), goal_roles(FORWARD))
     assert program.params == ("by", "to") and program.roles == {"by": "by|and", "to": "to|"}
     assert program.args_for(OTHER_NAMES) == {**OTHER_NAMES.params, "by": "Kalila", "to": "Ange"}
-    assert can_start(program, program.args_for(OTHER_NAMES), obs), "opens Kalila's e-mail on the recorded inbox"
+    assert can_start(program, program.args_for(OTHER_NAMES), obs, OTHER_NAMES), \
+        "opens Kalila's e-mail on the recorded inbox"
     assert binding(program.params, program.roles, OTHER_WORDS) == {}, "the goal puts no value there: unbound"
-    assert not can_start(program, program.args_for(OTHER_WORDS), obs)
+    assert not can_start(program, program.args_for(OTHER_WORDS), obs, OTHER_WORDS)
     assert binding(program.params, program.roles, FORWARD) == {"by": "by", "to": "to"}, "a name that exists wins"
 
 

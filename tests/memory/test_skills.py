@@ -132,7 +132,8 @@ def test_a_window_from_the_middle_of_an_episode_starts_only_where_the_steps_befo
     env = FormEnv()
     fresh = env.reset(Task(id="form", goal="", app="form", seed=3, max_steps=6))
     args = dict(env.task.params)
-    assert can_start(full, args, fresh) and not can_start(tail, args, fresh), "it would log in without a username"
+    assert can_start(full, args, fresh, env.task)
+    assert not can_start(tail, args, fresh, env.task), "it would log in without a username"
     user = Selector(role=Role.TEXTBOX, label="username").resolve(fresh).element
     typed = env.step(Action(kind=ActionKind.TYPE, ref=user.ref, text=args["username"])).observation
-    assert can_start(tail, args, typed)
+    assert can_start(tail, args, typed, env.task)

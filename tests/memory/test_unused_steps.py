@@ -229,8 +229,31 @@ def test_a_routine_learned_inside_an_open_menu_starts_only_where_that_menu_is_op
     (inside,) = [c for c in induce(traj) if [a.kind for a in c.program.steps] == [ActionKind.TYPE, ActionKind.TAP]
                  and c.program.steps[1].selector.text == "Ruler"]
     assert inside.program.present == (1,)
-    assert can_start(inside.program, {"text": "hi"}, screen("Tools"))
-    assert not can_start(inside.program, {"text": "hi"}, screen()), "no Tools menu open: no Ruler to tap"
+    assert can_start(inside.program, {"text": "hi"}, screen("Tools"), task)
+    assert not can_start(inside.program, {"text": "hi"}, screen(), task), "no Tools menu open: no Ruler to tap"
     (whole,) = [c for c in induce(traj) if len(c.program.steps) == 4]
     assert whole.program.present == (1,), "its text box was there; the Ruler its own Tools tap shows was not"
-    assert can_start(whole.program, {"text": "hi"}, screen())
+    assert can_start(whole.program, {"text": "hi"}, screen(), task)
+
+
+def test_a_routine_learned_after_an_edit_starts_only_where_the_document_holds_it():
+    """The window "tap Close; tap Save" began after the unnamed document was given the task's text: it starts only
+    where the document holds that text, not on the untouched document, where Close quits without asking (issue
+    #35: gedit-edit-save seed 1, round 2, harmed by skills; an unnamed field had no name to record it by)."""
+    task = Task(id="edit", goal='Replace the text with "hi" and save.', app="editor", seed=1, params={"text": "hi"})
+    dialog = (_el(Role.BUTTON, "Save"), _el(Role.BUTTON, "Close without saving"))
+    close = _el(Role.BUTTON, "Close")
+    screens = [screen(text="draft", extra=(close,)), screen(text="hi", extra=(close,)),
+               screen(text="hi", location="Save changes?", extra=dialog)]
+    actions = [type_("hi"), tap(Role.BUTTON, "Close"), tap(Role.BUTTON, "Save")]
+    steps = tuple(Step(index=i, observation=screens[i], action=a) for i, a in enumerate(actions))
+    traj = Trajectory(task=task, steps=steps, final_observation=screen(location="Desktop"),
+                      outcome=Outcome(success=True, score=1.0))
+    (after,) = [c for c in induce(traj) if [a.selector.text for a in c.program.steps] == ["Close", "Save"]]
+    assert can_start(after.program, {"text": "hi"}, screens[1], task)
+    assert not can_start(after.program, {"text": "hi"}, screens[0], task), "the document still holds its draft"
+    other = task.model_copy(update={"params": {"text": "yo"}, "goal": 'Replace the text with "yo" and save.'})
+    assert not can_start(after.program, {"text": "yo"}, screens[1], other), "it holds another task's text"
+    assert can_start(after.program, {"text": "yo"}, screen(text="yo", extra=(close,)), other)
+    (whole,) = [c for c in induce(traj) if len(c.program.steps) == 3]
+    assert can_start(whole.program, {"text": "hi"}, screens[0], task), "the whole routine types the text itself"

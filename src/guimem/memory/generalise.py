@@ -128,13 +128,14 @@ class TaskScreen:
 
     @cached_property
     def filled(self) -> dict[str, tuple[str, ...]]:
-        """The screen's filled fields: name (as `field_values` names it) → what each field of that name holds
-        (stripped, case-folded; several fields may share a name once task values and digits are masked)."""
+        """The screen's filled fields: name (as `field_values` names it, unnamed fields by role) → what each field
+        of that name holds (stripped, case-folded; several fields may share a name once task values and digits
+        are masked)."""
         out: dict[str, list[str]] = {}
         masks = state_masks(self.task)
         for el in self.observation.elements if self.observation is not None else ():
             value = (el.value or "").strip()
-            if el.editable and value and (name := field_name(el, masks)[:MAX_FIELD_NAME]):
+            if el.editable and value and (name := field_name(el, masks, by_role=True)[:MAX_FIELD_NAME]):
                 out.setdefault(name, []).append(value.casefold())
         return {n: tuple(v) for n, v in out.items()}
 
@@ -178,9 +179,11 @@ def state_qualifier(obs: Observation, task: Task, limit: int = 4) -> str:
     return ", ".join(parts)
 
 
-def field_name(el: UIElement, masks: Iterable[str]) -> str:
-    """What a screen's field is called, its task values masked (as `state_qualifier` names it)."""
-    return mask_text(el.label or el.resource_id or el.text, masks, limit=None)
+def field_name(el: UIElement, masks: Iterable[str], by_role: bool = False) -> str:
+    """What a screen's field is called, its task values masked (as `state_qualifier` names it); with ``by_role``,
+    a field that names nothing (an editor's document) is called by its role in angle brackets (``<textbox>``)."""
+    name = mask_text(el.label or el.resource_id or el.text, masks, limit=None)
+    return name or (f"<{el.role.value}>" if by_role else "")
 
 
 MAX_FIELDS = 32
@@ -188,18 +191,18 @@ MAX_FIELD_NAME = 64
 OTHER_VALUE = "*"
 
 
-def field_values(obs: Observation, task: Task) -> dict[str, str]:
-    """The screen's filled fields: name (task values masked, at most `MAX_FIELD_NAME` characters) → the
-    placeholder of the task value it holds, or `OTHER_VALUE` for a value the task did not give (see
-    `Behaviour.fields`). Of several fields with one name, what the first holds; a placeholder too long to
-    store reads as `OTHER_VALUE`."""
+def field_values(obs: Observation, task: Task, by_role: bool = False) -> dict[str, str]:
+    """The screen's filled fields: name (task values masked, at most `MAX_FIELD_NAME` characters; unnamed
+    fields by role with ``by_role``, see `field_name`) → the placeholder of the task value it holds, or
+    `OTHER_VALUE` for a value the task did not give (see `Behaviour.fields`). Of several fields with one name,
+    what the first holds; a placeholder too long to store reads as `OTHER_VALUE`."""
     values, masks = task_values(task), state_masks(task)
     out: dict[str, str] = {}
     for el in obs.elements:
         value = (el.value or "").strip()
         if not (el.editable and value) or len(out) >= MAX_FIELDS:
             continue
-        name = field_name(el, masks)[:MAX_FIELD_NAME]
+        name = field_name(el, masks, by_role)[:MAX_FIELD_NAME]
         if name and name not in out:
             template, partial = _general(value, values)
             held = partial or template == value or len(template) > MAX_FIELD_NAME

@@ -13,13 +13,13 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from guimem.envs.base import Env
-from guimem.memory.generalise import filled_fields
+from guimem.memory.generalise import TaskScreen, fields_hold, filled_fields
 from guimem.memory.kit import MemoryKit, locate
 from guimem.memory.roles import bound_args
 from guimem.memory.table import EventType, payload_json
 from guimem.storage.base import EventDraft
 from guimem.types import Action, ActionError, ActionErrorCode, ActionKind, Behaviour, Observation, Task, placeholders
-from guimem.types.episode import Roles
+from guimem.types.episode import Fields, Roles
 
 MAX_NEEDS = 32
 MAX_STEPS = 64
@@ -38,6 +38,11 @@ class SkillProgram(BaseModel):
     needs: tuple[Annotated[str, StringConstraints(max_length=MAX_FIELD)], ...] = Field(default=(), max_length=MAX_NEEDS)
     """Fields that were filled where the program started when it was learned (a window from the middle
     of an episode presupposes the steps before it): it can start only where they are filled."""
+    fields: Fields = Field(default_factory=dict, max_length=MAX_NEEDS)
+    """What the screen's filled fields held where the program started when it was learned, unnamed fields (an
+    editor's document) by role: field name → a ``{placeholder}`` or ``*`` (`generalise.field_values`). It can
+    start only where they hold alike (`generalise.fields_hold`): a window that began after the document was
+    given the task's text does not start on the untouched document."""
     present: tuple[Annotated[int, Field(ge=1, le=MAX_STEPS)], ...] = Field(default=(), max_length=MAX_STEPS)
     """The later steps whose element was already on the screen where the program started when it was learned
     (a window that began inside an open menu taps one of its items): it can start only where they are too."""
@@ -46,14 +51,16 @@ class SkillProgram(BaseModel):
 
     @classmethod
     def from_templates(cls, steps: tuple[Action, ...], roles: dict[str, str] | None = None,
-                       needs: tuple[str, ...] = (), serves: str = "", present: tuple[int, ...] = ()) -> SkillProgram:
+                       needs: tuple[str, ...] = (), serves: str = "", present: tuple[int, ...] = (),
+                       fields: dict[str, str] | None = None) -> SkillProgram:
         """A program whose parameters are the placeholders its steps use, in order."""
         names: list[str] = []
         for step in steps:
             names += [n for n in step.params() if n not in names]
         return cls(params=tuple(names), steps=steps, roles={n: r for n, r in (roles or {}).items() if n in names},
                    needs=tuple(n[:MAX_FIELD] for n in needs[:MAX_NEEDS]), serves=serves[:32],
-                   present=tuple(i for i in present if 0 < i < len(steps)))
+                   present=tuple(i for i in present if 0 < i < len(steps)),
+                   fields=dict(list((fields or {}).items())[:MAX_NEEDS]))
 
     @property
     def behaviour(self) -> Behaviour:
@@ -112,13 +119,16 @@ class SkillRun:
     done: bool
 
 
-def can_start(program: SkillProgram, args: dict[str, str], observation: Observation) -> bool:
-    """Can ``program`` start on this screen: are its arguments given, are the fields it needs filled, and do
-    its first step and the steps it learned with their element already there (`SkillProgram.present`) find
-    their element here (with the arguments filled)?"""
+def can_start(program: SkillProgram, args: dict[str, str], observation: Observation, task: Task) -> bool:
+    """Can ``program`` start on this screen of ``task``: are its arguments given, are the fields it needs filled
+    and do they hold what they held (`SkillProgram.fields`), and do its first step and the steps it learned
+    with their element already there (`SkillProgram.present`) find their element here (with the arguments
+    filled)?"""
     if any(p not in args for p in program.params) or not program.steps:
         return False
     if program.needs and not set(program.needs) <= set(filled_fields(observation, args.values())):
+        return False
+    if program.fields and not fields_hold(program.fields, TaskScreen(task, observation), args):
         return False
     return all(finds(program.steps[i], args, observation) for i in (0, *program.present) if i < len(program.steps))
 

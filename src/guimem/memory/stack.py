@@ -286,7 +286,7 @@ class StackMemory(AdmissionMembers, StoredRounds):
     def _fits_screen(self, item: KnowledgeItem, query: RecallQuery, state: str, here: _Screen) -> bool:
         """Edges must start on a screen like this one; skills must be able to start here."""
         if item.kind == "skill" and item.program is not None:
-            return can_start(item.program, item.program.args_for(query.task), query.observation)
+            return can_start(item.program, item.program.args_for(query.task), query.observation, query.task)
         if item.kind != "edge" or item.applicability.state == state:
             return True
         return cosine(here(), self._embed([item.applicability.state], EmbedRole.QUERY)[0]) >= self.tau

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from guimem.memory.generalise import (
     Performed,
     direct_path,
+    field_values,
     filled_fields,
     generalise_action,
     goal_verb,
@@ -95,7 +96,8 @@ def induce(traj: Trajectory, lengths: tuple[int, ...] = WINDOW_LENGTHS) -> list[
             program = SkillProgram.from_templates(steps, roles_of(steps, traj.task),
                                                   filled_fields(window[0].before, state_masks(traj.task)),
                                                   serves=goal_verb(traj.task) if ends else "",
-                                                  present=_present(steps, window[0].before, traj.task))
+                                                  present=_present(steps, window[0].before, traj.task),
+                                                  fields=field_values(window[0].before, traj.task, by_role=True))
             key = template_key(steps)
             digest = hashlib.sha1(key.encode()).hexdigest()[:6]
             source = SkillSource(

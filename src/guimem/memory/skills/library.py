@@ -292,7 +292,7 @@ class SkillMemory(StoredRounds):
     def _starts_here(self, body: SkillBody, query: RecallQuery) -> bool:
         """Does the skill start on this screen: its arguments are the task's, and its first step finds
         its element here."""
-        return can_start(body.program, body.program.args_for(query.task), query.observation)
+        return can_start(body.program, body.program.args_for(query.task), query.observation, query.task)
 
     def _item(self, skill_id: str, body: SkillBody, score: float) -> InjectedItem:
         code = body.program.render(body.name)
