@@ -90,3 +90,88 @@ def test_the_stacks_offer_from_a_searched_pool_is_the_read_through_one(kit, monk
     searched = [(_recall(mem, "form-b", slot).items, _recall(mem, "form-b", slot).withheld) for slot in (0, 1)]
     assert searched == read and any(items for items, _ in read), "something is offered, and the same"
     assert mem._searches["form"] is not None
+
+
+def _cache(kit, tmp_path):
+    import dataclasses
+
+    from guimem.memory.indexcache import IndexCache
+
+    return IndexCache(dataclasses.replace(kit, cache_dir=tmp_path / "cache"))
+
+
+def test_a_saved_pool_index_opens_and_catches_up_with_the_pool_without_reading_it_again(kit, tmp_path):
+    """A built pool index is saved in the index cache; another process opens it and reads only what changed
+    (issue #34: the pool index at 1M was rebuilt by every process, reading every item)."""
+    table = _vectors(3000)
+    entries = [(pos, i) for pos, i in enumerate(table) if i != "i9"]
+    built, source = PoolSearch("exact", 16), Source(table)
+    built.sync(entries, source)
+    cache = _cache(kit, tmp_path)
+    assert built.changed and built.save(cache, "pool-x") and not built.changed
+    opened, again = PoolSearch("exact", 16), Source(table)
+    assert opened.open(cache, "pool-x") and len(opened) == 2999
+    opened.sync(entries, again)
+    assert again.asked == 0 and not opened.changed, "nothing read: the saved index is the pool"
+    q = table["i5"] + 0.2 * table["i9"]
+    assert opened.first(q, lambda i: i) == built.first(q, lambda i: i)
+    moved = [e for e in entries if e[1] != "i5"] + [(3000, "i9")]  # since it was saved: one left, one came
+    opened.sync(moved, again)
+    assert again.asked == 1 and opened.changed
+    assert opened.first(table["i9"], lambda i: i)[0] == "i9" and opened.first(table["i5"], lambda i: i)[0] != "i5"
+    assert not PoolSearch("exact", 16).open(cache, "pool-y"), "no entry: nothing opened"
+
+
+def test_a_corrupt_pool_index_is_rebuilt_not_trusted(kit, tmp_path):
+    table = _vectors(3000)
+    built = PoolSearch("exact", 16)
+    built.sync([(pos, i) for pos, i in enumerate(table)], Source(table))
+    cache = _cache(kit, tmp_path)
+    built.save(cache, "pool-x")
+    folder, _ = cache.load("pool-x", revision=False)
+    for f in (folder / "index").iterdir():
+        f.write_bytes(b"not an index")
+    fresh = PoolSearch("exact", 16)
+    assert not fresh.open(cache, "pool-x") and len(fresh) == 0
+
+
+def test_the_stack_saves_its_pool_index_and_the_next_open_reads_no_item_to_index(kit, tmp_path, monkeypatch):
+    """With the pool searched, the stack's first recall indexes it without keeping the items it read, saves the
+    index, and a memory opened later on the same store offers the same from the saved index, reading nothing to
+    index it."""
+    import dataclasses
+
+    from guimem.memory.settings import MemorySpec
+    from guimem.memory.stack import StackMemory
+    from guimem.storage.sqlite import SQLiteStore
+    from tests.memory.test_scope import FormEnv
+
+    monkeypatch.setattr(stack_module, "SCAN_UP_TO", 0)
+    cached = dataclasses.replace(kit, cache_dir=tmp_path / "cache")
+    mem = _learned_on(cached, "form-a")
+    for task_id in ("form-c", "form-d"):
+        mem.learn(episode([USER, PASS, LOGIN], seed=2, task_id=task_id))
+    mem.end_round()
+    kept = mem.lifecycle.view.kept_items()
+    first = [(_recall(mem, "form-b", slot).items, _recall(mem, "form-b", slot).withheld) for slot in (0, 1)]
+    assert any(items for items, _ in first) and mem.lifecycle.view.kept_items() <= kept
+    mem.close()
+    later = StackMemory(dataclasses.replace(cached, store=SQLiteStore(tmp_path / "m.sqlite")), MemorySpec(),
+                        env_factory=FormEnv)
+    read: list[str] = []
+    original = later._pool_vectors
+    monkeypatch.setattr(later, "_pool_vectors", lambda ids: (read.extend(ids), original(ids))[1])
+    again = [(_recall(later, "form-b", slot).items, _recall(later, "form-b", slot).withheld) for slot in (0, 1)]
+    assert again == first and read == [], "the saved pool index: no item read to index it"
+    later.close()
+    for entry in (tmp_path / "cache").rglob("pool-*.entry"):
+        entry.unlink()  # the pool index lost: the next memory reads the pool's items to index it, keeping none
+    rebuilt = StackMemory(dataclasses.replace(cached, store=SQLiteStore(tmp_path / "m.sqlite")), MemorySpec(),
+                          env_factory=FormEnv)
+    kept = rebuilt.lifecycle.view.kept_items()
+    assert [(_recall(rebuilt, "form-b", slot).items, _recall(rebuilt, "form-b", slot).withheld)
+            for slot in (0, 1)] == first
+    assert rebuilt._searches["form"].changed is False, "built and saved at once"
+    pool_size = len(rebuilt.lifecycle.pool_entries("form"))
+    assert rebuilt.lifecycle.view.kept_items() - kept < pool_size, (pool_size, "what indexing read is not kept")
+    rebuilt.close()

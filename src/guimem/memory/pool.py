@@ -8,18 +8,28 @@ order, and the items are checked one by one from the most relevant, at most `LOO
 is the same as reading the pool whenever the most relevant item that fits is among the first `LOOK_AT` the
 index returns (HNSW search above 50k vectors is approximate: `guimem.vectors.auto`); past that, nothing is
 offered. Smaller pools are read whole, so every evaluation here (pools of hundreds) is unchanged.
+
+A pool's index is built once: the items it reads to index are not kept (`Admission.peek`), and it is saved in
+the memory's index cache (`save`, `open`) and caught up with the pool from there (`sync`), whatever the store
+did since it was saved. An item is indexed by the content it had when it was first indexed; the index only
+orders the checks, and the check reads the item as it is.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from guimem.vectors import VectorIndex, create_index
 
+if TYPE_CHECKING:
+    from guimem.memory.indexcache import IndexCache
+
+log = logging.getLogger(__name__)
 SCAN_UP_TO = 2_000
 """Pools up to this many items are read whole (the exact answer, as before the search existed)."""
 LOOK_AT = 256
@@ -44,6 +54,11 @@ class PoolSearch:
         self._entries: Sequence[tuple[int, str]] | None = None  # the pool's list as last seen (held: its identity)
         self._seen = -1
         self._members: set[str] = set()
+        self.changed = False
+        """Whether the index changed since it was opened or saved."""
+
+    def __len__(self) -> int:
+        return len(self._index)
 
     def sync(self, entries: Sequence[tuple[int, str]],
              vectors: Callable[[list[str]], tuple[list[str], NDArray[np.float32]]]) -> None:
@@ -61,6 +76,34 @@ class PoolSearch:
             if found:
                 self._index.add(found, rows)
         self._entries, self._seen, self._members = entries, len(entries), members
+        self.changed = self.changed or bool(gone or new)
+
+    def save(self, cache: IndexCache, name: str) -> bool:
+        """Write the index and its members as the cache's entry ``name`` (valid as the store changes: `sync`
+        catches up with the pool). Whether it was written."""
+        kept = sorted(i for i in self._members if i in self._index)  # members the index holds (some may have none)
+        members = np.asarray(kept, dtype=str) if kept else np.zeros(0, dtype="<U1")
+        written = cache.save_index(name, self._index, {"members": members}, revision=False) is not None
+        self.changed = self.changed and not written
+        return written
+
+    def open(self, cache: IndexCache, name: str) -> bool:
+        """Fill the index from the cache's entry ``name``, if there is a valid one; whether it was."""
+        found = cache.load(name, revision=False)
+        if found is None:
+            return False
+        folder = found[0]
+        index = create_index(self._backend, self._dim)
+        try:
+            index.load(folder / "index")
+            members = {str(i) for i in cache.array(folder, "members").tolist()}
+        except Exception as exc:  # a corrupt cache entry is rebuilt, never trusted
+            log.warning("pool index %s unreadable (%s); rebuilding", folder, exc)
+            return False
+        if any(i not in index for i in members):
+            return False
+        self._index, self._members, self._entries, self._seen, self.changed = index, members, None, -1, False
+        return True
 
     def first(self, query: NDArray[np.float32], passes: Callable[[str], T | None]) -> tuple[str, T] | None:
         """The most relevant id for which ``passes`` gives a value (among the first `LOOK_AT`), with it."""

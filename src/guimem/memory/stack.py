@@ -90,6 +90,12 @@ def text_key(text: str, role: EmbedRole) -> str:
     """A text's key in the stack's vector cache."""
     return hashlib.sha1(f"{role.value}\x00{text}".encode()).hexdigest()[:24]
 
+
+def _pool_entry(app: str) -> str:
+    """The index cache entry of ``app``'s transfer pool index (an app name is page text: hashed, not a path)."""
+    return f"pool-{hashlib.sha1(app.encode()).hexdigest()[:16]}"
+
+
 class _Screen:
     """The current screen's embedding, computed on first use."""
 
@@ -249,7 +255,10 @@ class StackMemory(AdmissionMembers, StoredRounds):
         self._texts.close()
 
     def _save_cache(self) -> None:
-        """Persist the text vectors embedded since the last save."""
+        """Persist the text vectors embedded since the last save, and the pool indexes that changed."""
+        for app, search in self._searches.items():
+            if search.changed and self.cache.enabled:
+                search.save(self.cache, _pool_entry(app))
         if not self._unsaved or not self.cache.enabled:
             return
         folder = self.cache.save_index("texts", self._texts, revision=False)
@@ -333,9 +342,11 @@ class StackMemory(AdmissionMembers, StoredRounds):
 
         entries = self.lifecycle.pool_entries(query.task.app)
         if len(entries) > SCAN_UP_TO:  # a large pool: searched in relevance order (`guimem.memory.pool`)
-            search = self._searches.get(query.task.app) or self._searches.setdefault(
-                query.task.app, PoolSearch(self.kit.vector_index, self.kit.embedder.dim))
+            search = self._search(query.task.app)
+            before = len(search)
             search.sync(entries, self._pool_vectors)
+            if search.changed and len(search) - before >= SCAN_UP_TO:  # a build: saved at once, not at the boundary
+                search.save(self.cache, _pool_entry(query.task.app))
             found = search.first(self._query(query, here), fits)
             return [found] if found is not None else []
         out = [(item_id, item) for _, item_id in entries if (item := fits(item_id)) is not None]
@@ -344,9 +355,19 @@ class StackMemory(AdmissionMembers, StoredRounds):
             out.sort(key=lambda pair: -float(self._vector(pair[1]) @ q))
         return out
 
+    def _search(self, app: str) -> PoolSearch:
+        """The relevance index of ``app``'s transfer pool: held, else opened from the index cache, else empty."""
+        search = self._searches.get(app)
+        if search is None:
+            search = self._searches[app] = PoolSearch(self.kit.vector_index, self.kit.embedder.dim)
+            if self.cache.enabled:
+                search.open(self.cache, _pool_entry(app))
+        return search
+
     def _pool_vectors(self, ids: list[str]) -> tuple[list[str], NDArray[np.float32]]:
-        """Relevance vectors of pool items (their content, as recall ranks), for the ids still there."""
-        found = [(i, e[0]) for i in ids if (e := self.lifecycle.entry(i)) is not None]
+        """Relevance vectors of pool items (their content, as recall ranks), for the ids still there; the items
+        read for them are not kept (`Admission.peek`: a pool of a million items is indexed in bounded memory)."""
+        found = [(i, e[0]) for i in ids if (e := self.lifecycle.peek(i)) is not None]
         rows = self._embed([it.content for _, it in found], EmbedRole.PASSAGE)
         return [i for i, _ in found], np.stack(rows) if rows else np.zeros((0, self.kit.embedder.dim), np.float32)
 

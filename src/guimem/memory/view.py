@@ -80,6 +80,15 @@ class ItemView(Generic[Body]):
         self.remember(item_id, body, rec.status, rec.vector_array())
         return self._read[item_id]
 
+    def peek(self, item_id: str) -> tuple[Body, str]:
+        """An item's body and status: kept, else read from the store without keeping it (a pass over many items,
+        such as indexing a pool, holds none of them; raises `NotFoundError`)."""
+        kept = self._read.get(item_id)
+        if kept is not None:
+            return kept[0], kept[1]
+        rec, body = self.table.get(item_id)
+        return body, rec.status
+
     def get(self, item_id: str) -> Body:
         """An item's body (kept, else read)."""
         return self.entry(item_id)[0]

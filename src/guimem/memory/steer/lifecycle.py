@@ -316,6 +316,16 @@ class Admission:
         """One item and its status (read on demand when the memory opened from the cache), or None."""
         return self._entry(item_id)
 
+    def peek(self, item_id: str) -> Entry | None:
+        """`entry` without keeping what it reads (`ItemView.peek`): for a pass over many items."""
+        if self._loaded is not None:
+            return self._loaded.get(item_id)
+        try:
+            item, status = self.view.peek(item_id)
+        except NotFoundError:
+            return None
+        return item, ItemStatus(status)
+
     def every_item(self) -> Iterator[tuple[str, KnowledgeItem]]:
         """Every item in entry order: the ones held, else read from the store a chunk at a time (none kept)."""
         if self._loaded is not None:
