@@ -255,5 +255,12 @@ def test_a_routine_learned_after_an_edit_starts_only_where_the_document_holds_it
     other = task.model_copy(update={"params": {"text": "yo"}, "goal": 'Replace the text with "yo" and save.'})
     assert not can_start(after.program, {"text": "yo"}, screens[1], other), "it holds another task's text"
     assert can_start(after.program, {"text": "yo"}, screen(text="yo", extra=(close,)), other)
+    renamed = Task(id="edit-2", goal='Replace the text with "yo" and save.', app="editor", seed=1,
+                   params={"body": "yo"})
+    assert can_start(after.program, after.program.args_for(renamed), screen(text="yo", extra=(close,)), renamed), \
+        "the text the document holds binds by its role in the goal, as the steps' placeholders do"
+    assert not can_start(after.program, after.program.args_for(renamed), screens[1], renamed)
     (whole,) = [c for c in induce(traj) if len(c.program.steps) == 3]
-    assert can_start(whole.program, {"text": "hi"}, screens[0], task), "the whole routine types the text itself"
+    assert whole.program.fields == {}, "what the routine types into the document is its own doing"
+    for start in (screens[0], screen(text="", extra=(close,))):
+        assert can_start(whole.program, {"text": "hi"}, start, task), "the whole routine types the text itself"

@@ -57,10 +57,12 @@ class SkillProgram(BaseModel):
         names: list[str] = []
         for step in steps:
             names += [n for n in step.params() if n not in names]
-        return cls(params=tuple(names), steps=steps, roles={n: r for n, r in (roles or {}).items() if n in names},
+        fields = dict(list((fields or {}).items())[:MAX_NEEDS])
+        held = {n for v in fields.values() for n in placeholders(v)}
+        return cls(params=tuple(names), steps=steps,
+                   roles={n: r for n, r in (roles or {}).items() if n in names or n in held},
                    needs=tuple(n[:MAX_FIELD] for n in needs[:MAX_NEEDS]), serves=serves[:32],
-                   present=tuple(i for i in present if 0 < i < len(steps)),
-                   fields=dict(list((fields or {}).items())[:MAX_NEEDS]))
+                   present=tuple(i for i in present if 0 < i < len(steps)), fields=fields)
 
     @property
     def behaviour(self) -> Behaviour:
@@ -128,8 +130,11 @@ def can_start(program: SkillProgram, args: dict[str, str], observation: Observat
         return False
     if program.needs and not set(program.needs) <= set(filled_fields(observation, args.values())):
         return False
-    if program.fields and not fields_hold(program.fields, TaskScreen(task, observation), args):
-        return False
+    if program.fields:  # a placeholder only a field holds binds like the steps' ones: by name, else by role
+        names = [n for v in program.fields.values() for n in placeholders(v)]
+        held = {**bound_args(names, program.roles, task), **args}
+        if not fields_hold(program.fields, TaskScreen(task, observation), held):
+            return False
     return all(finds(program.steps[i], args, observation) for i in (0, *program.present) if i < len(program.steps))
 
 

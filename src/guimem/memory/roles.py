@@ -42,10 +42,11 @@ def goal_roles(task: Task) -> dict[str, str]:
     return out
 
 
-def roles_of(actions: Iterable[Action], task: Task) -> dict[str, str]:
-    """The roles of the placeholders ``actions`` use, as ``task``'s goal gives them."""
+def roles_of(actions: Iterable[Action], task: Task, names: Iterable[str] = ()) -> dict[str, str]:
+    """The roles of the placeholders ``actions`` use (and of ``names``), as ``task``'s goal gives them."""
     roles = goal_roles(task)
-    found = {n: roles[n] for a in actions for n in a.params() if n in roles and len(n) <= MAX_NAME}
+    used = [n for a in actions for n in a.params()] + list(names)
+    found = {n: roles[n] for n in used if n in roles and len(n) <= MAX_NAME}
     return dict(list(found.items())[:MAX_ROLES])
 
 

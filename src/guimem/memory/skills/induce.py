@@ -8,8 +8,10 @@ import re
 from pydantic import BaseModel
 
 from guimem.memory.generalise import (
+    MAX_FIELD_NAME,
     Performed,
     direct_path,
+    field_name,
     field_values,
     filled_fields,
     generalise_action,
@@ -24,7 +26,7 @@ from guimem.memory.program import SkillProgram, finds
 from guimem.memory.roles import roles_of
 from guimem.memory.settings import WINDOW_LENGTHS
 from guimem.memory.skills.unused import unused_steps
-from guimem.types import Action, Observation, Task, Trajectory, mask_text
+from guimem.types import Action, ActionKind, Observation, Task, Trajectory, mask_text, placeholders
 
 _SLUG = re.compile(r"[^a-z0-9]+")
 
@@ -68,6 +70,15 @@ def describe(program: SkillProgram, traj: Trajectory, first: Performed) -> str:
     return f"{steps}. Screen: {first.before.app} {first.before.location}. For goals like: {goal}"
 
 
+def _held(window: list[Performed], task: Task) -> dict[str, str]:
+    """What the filled fields held where ``window`` started (`SkillProgram.fields`), but for the fields the window
+    types into itself: what it writes there is its own doing, not something it presupposes."""
+    masks = state_masks(task)
+    typed = {field_name(el, masks, by_role=True)[:MAX_FIELD_NAME] for p in window if p.action.kind is ActionKind.TYPE
+             for el in p.before.elements if el.ref == p.action.ref}
+    return {n: v for n, v in field_values(window[0].before, task, by_role=True).items() if n not in typed}
+
+
 def _present(steps: tuple[Action, ...], start: Observation, task: Task) -> tuple[int, ...]:
     """The later steps whose element was already on the screen the window started on (`SkillProgram.present`)."""
     args = dict(task.params)
@@ -93,11 +104,13 @@ def induce(traj: Trajectory, lengths: tuple[int, ...] = WINDOW_LENGTHS) -> list[
                 continue
             steps = tuple(generalise_action(p.action, traj.task) for p in window)
             ends = start + length == len(performed)
-            program = SkillProgram.from_templates(steps, roles_of(steps, traj.task),
+            fields = _held(window, traj.task)
+            held = [n for v in fields.values() for n in placeholders(v)]
+            program = SkillProgram.from_templates(steps, roles_of(steps, traj.task, held),
                                                   filled_fields(window[0].before, state_masks(traj.task)),
                                                   serves=goal_verb(traj.task) if ends else "",
                                                   present=_present(steps, window[0].before, traj.task),
-                                                  fields=field_values(window[0].before, traj.task, by_role=True))
+                                                  fields=fields)
             key = template_key(steps)
             digest = hashlib.sha1(key.encode()).hexdigest()[:6]
             source = SkillSource(
