@@ -6,10 +6,12 @@ boundary, so the episodes of a round are independent and can run in any order, a
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing as mp
 import os
 import signal
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
@@ -22,6 +24,10 @@ from guimem.types import Trajectory
 
 log = logging.getLogger(__name__)
 Finished = tuple[EpisodeResult, Trajectory]
+LOCK_WAIT_S = 5.0
+"""How long an aborting pool may wait for its task queue's lock before the lock is taken as a dead worker's."""
+STOP_WAIT_S = 60.0
+"""How long the workers then have to close their browsers and desktops and exit."""
 
 
 class Executor(Protocol):
@@ -111,10 +117,32 @@ class ProcessExecutor:
     def close(self, abort: bool = False) -> None:
         """Stop the workers; each closes its browser as it exits (on SIGTERM too, when aborting)."""
         if abort:
-            self._pool.terminate()
+            terminate(self._pool)
         else:
             self._pool.close()
         self._pool.join()
+
+
+def terminate(pool: Any) -> None:
+    """``pool.terminate()``, which does not hang when a worker died holding the pool's task queue lock.
+
+    An idle worker waits for work holding that lock; a SIGTERM sent to the whole process group (a CI timeout,
+    ``kill -- -PGID``) kills it there, and ``Pool.terminate`` then waits for the lock forever (CPython takes it
+    before it stops the workers). Past `LOCK_WAIT_S` the lock is released on the dead holder's behalf: the pool
+    is being torn down, so nothing is read from the queue afterwards.
+    """
+    stopping = threading.Thread(target=pool.terminate, name="guimem-pool-terminate", daemon=True)
+    stopping.start()
+    stopping.join(LOCK_WAIT_S)
+    if stopping.is_alive():
+        log.warning("the worker pool waited %.0f s for its task queue's lock (a worker died holding it); "
+                    "releasing it", LOCK_WAIT_S)
+        with contextlib.suppress(ValueError, AttributeError):  # not held after all, or another Python's pool
+            pool._inqueue._rlock.release()
+        stopping.join(STOP_WAIT_S)
+    if stopping.is_alive():
+        log.error("the worker pool did not stop within %.0f s; stopping what is left", LOCK_WAIT_S + STOP_WAIT_S)
+        stop_descendants(grace_s=3.0)
 
 
 class RayExecutor:
