@@ -28,7 +28,7 @@ class Source:
     def __call__(self, ids: list[str]) -> tuple[list[str], np.ndarray]:
         self.asked += len(ids)
         found = [i for i in ids if i in self.table]
-        return found, np.stack([self.table[i] for i in found])
+        return found, np.stack([self.table[i] for i in found]) if found else np.zeros((0, 16), np.float32)
 
 
 def test_the_most_relevant_item_that_passes_is_the_one_a_read_through_finds():
@@ -108,18 +108,31 @@ def test_a_saved_pool_index_opens_and_catches_up_with_the_pool_without_reading_i
     built, source = PoolSearch("exact", 16), Source(table)
     built.sync(entries, source)
     cache = _cache(kit, tmp_path)
-    assert built.changed and built.save(cache, "pool-x") and not built.changed
+    assert built.unsaved == 2999 and built.due and built.save(cache, "pool-x") and not built.due
     opened, again = PoolSearch("exact", 16), Source(table)
     assert opened.open(cache, "pool-x") and len(opened) == 2999
     opened.sync(entries, again)
-    assert again.asked == 0 and not opened.changed, "nothing read: the saved index is the pool"
+    assert again.asked == 0 and opened.unsaved == 0, "nothing read: the saved index is the pool"
     q = table["i5"] + 0.2 * table["i9"]
     assert opened.first(q, lambda i: i) == built.first(q, lambda i: i)
     moved = [e for e in entries if e[1] != "i5"] + [(3000, "i9")]  # since it was saved: one left, one came
     opened.sync(moved, again)
-    assert again.asked == 1 and opened.changed
+    assert again.asked == 1 and opened.unsaved == 2 and not opened.due, "a small change: not worth rewriting"
     assert opened.first(table["i9"], lambda i: i)[0] == "i9" and opened.first(table["i5"], lambda i: i)[0] != "i5"
     assert not PoolSearch("exact", 16).open(cache, "pool-y"), "no entry: nothing opened"
+
+
+def test_an_id_with_no_vector_is_not_a_change():
+    """An item that left the store between the pool's list and its read has no vector: asked again at the next
+    sync, but counted as nothing that needs saving."""
+    table = _vectors(3000)
+    entries = [(pos, i) for pos, i in enumerate(table)] + [(3000, "gone")]
+    search = PoolSearch("exact", 16)
+    search.sync(entries, Source(table))
+    assert search.unsaved == 3000
+    search.unsaved = 0
+    search.sync(list(entries), Source(table))
+    assert search.unsaved == 0 and not search.due
 
 
 def test_a_corrupt_pool_index_is_rebuilt_not_trusted(kit, tmp_path):
@@ -131,8 +144,10 @@ def test_a_corrupt_pool_index_is_rebuilt_not_trusted(kit, tmp_path):
     folder, _ = cache.load("pool-x", revision=False)
     for f in (folder / "index").iterdir():
         f.write_bytes(b"not an index")
-    fresh = PoolSearch("exact", 16)
+    fresh, source = PoolSearch("exact", 16), Source(table)
     assert not fresh.open(cache, "pool-x") and len(fresh) == 0
+    fresh.sync([(pos, i) for pos, i in enumerate(table)], source)
+    assert source.asked == 3000 and fresh.first(table["i4"], lambda i: i)[0] == "i4", "rebuilt from the pool"
 
 
 def test_the_stack_saves_its_pool_index_and_the_next_open_reads_no_item_to_index(kit, tmp_path, monkeypatch):
@@ -147,6 +162,7 @@ def test_the_stack_saves_its_pool_index_and_the_next_open_reads_no_item_to_index
     from tests.memory.test_scope import FormEnv
 
     monkeypatch.setattr(stack_module, "SCAN_UP_TO", 0)
+    monkeypatch.setattr(pool, "SAVE_AFTER", 3)
     cached = dataclasses.replace(kit, cache_dir=tmp_path / "cache")
     mem = _learned_on(cached, "form-a")
     for task_id in ("form-c", "form-d"):
@@ -163,15 +179,24 @@ def test_the_stack_saves_its_pool_index_and_the_next_open_reads_no_item_to_index
     monkeypatch.setattr(later, "_pool_vectors", lambda ids: (read.extend(ids), original(ids))[1])
     again = [(_recall(later, "form-b", slot).items, _recall(later, "form-b", slot).withheld) for slot in (0, 1)]
     assert again == first and read == [], "the saved pool index: no item read to index it"
+    saved = sorted(p.name for p in (tmp_path / "cache").rglob("pool-*") if p.is_dir())
+    later.learn(episode([USER, PASS, LOGIN], seed=3, task_id="form-e"))
+    later.end_round()
+    [_recall(later, "form-b", slot) for slot in (0, 1)]
+    assert 0 < later._searches["form"].unsaved < 3 and read, "the new item was indexed"
+    assert sorted(p.name for p in (tmp_path / "cache").rglob("pool-*") if p.is_dir()) == saved, \
+        "a change below SAVE_AFTER does not rewrite the saved index"
     later.close()
     for entry in (tmp_path / "cache").rglob("pool-*.entry"):
         entry.unlink()  # the pool index lost: the next memory reads the pool's items to index it, keeping none
     rebuilt = StackMemory(dataclasses.replace(cached, store=SQLiteStore(tmp_path / "m.sqlite")), MemorySpec(),
                           env_factory=FormEnv)
     kept = rebuilt.lifecycle.view.kept_items()
-    assert [(_recall(rebuilt, "form-b", slot).items, _recall(rebuilt, "form-b", slot).withheld)
-            for slot in (0, 1)] == first
-    assert rebuilt._searches["form"].changed is False, "built and saved at once"
+    searched = [(_recall(rebuilt, "form-b", slot).items, _recall(rebuilt, "form-b", slot).withheld) for slot in (0, 1)]
+    assert rebuilt._searches["form"].unsaved == 0, "built and saved at once"
     pool_size = len(rebuilt.lifecycle.pool_entries("form"))
     assert rebuilt.lifecycle.view.kept_items() - kept < pool_size, (pool_size, "what indexing read is not kept")
+    monkeypatch.setattr(stack_module, "SCAN_UP_TO", 10_000)
+    assert [(_recall(rebuilt, "form-b", slot).items, _recall(rebuilt, "form-b", slot).withheld)
+            for slot in (0, 1)] == searched, "the rebuilt index offers what reading the pool offers"
     rebuilt.close()

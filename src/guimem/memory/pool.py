@@ -36,6 +36,9 @@ LOOK_AT = 256
 """At most this many of a large pool's most relevant items are checked per search."""
 FIRST = 32
 """Items asked of the index first; four times more each time none of them passes, up to `LOOK_AT`."""
+SAVE_AFTER = 2_000
+"""An index is saved again once this many ids (or a tenth of it, if more) came or went since it was opened or
+saved: a round's few new items are caught up with by the next process instead of rewriting a large index."""
 
 T = TypeVar("T")
 
@@ -54,8 +57,8 @@ class PoolSearch:
         self._entries: Sequence[tuple[int, str]] | None = None  # the pool's list as last seen (held: its identity)
         self._seen = -1
         self._members: set[str] = set()
-        self.changed = False
-        """Whether the index changed since it was opened or saved."""
+        self.unsaved = 0
+        """How many ids came or went since the index was opened or saved."""
 
     def __len__(self) -> int:
         return len(self._index)
@@ -71,12 +74,19 @@ class PoolSearch:
         if gone:
             self._index.remove(gone)
         new = [i for _, i in entries if i not in self._index]
+        added = 0
         for start in range(0, len(new), 512):
             found, rows = vectors(new[start:start + 512])
             if found:
                 self._index.add(found, rows)
+                added += len(found)
         self._entries, self._seen, self._members = entries, len(entries), members
-        self.changed = self.changed or bool(gone or new)
+        self.unsaved += len(gone) + added
+
+    @property
+    def due(self) -> bool:
+        """Whether enough changed since the index was opened or saved to save it again (`SAVE_AFTER`)."""
+        return self.unsaved > 0 and self.unsaved >= max(SAVE_AFTER, len(self._index) // 10)
 
     def save(self, cache: IndexCache, name: str) -> bool:
         """Write the index and its members as the cache's entry ``name`` (valid as the store changes: `sync`
@@ -84,7 +94,8 @@ class PoolSearch:
         kept = sorted(i for i in self._members if i in self._index)  # members the index holds (some may have none)
         members = np.asarray(kept, dtype=str) if kept else np.zeros(0, dtype="<U1")
         written = cache.save_index(name, self._index, {"members": members}, revision=False) is not None
-        self.changed = self.changed and not written
+        if written:
+            self.unsaved = 0
         return written
 
     def open(self, cache: IndexCache, name: str) -> bool:
@@ -102,7 +113,7 @@ class PoolSearch:
             return False
         if any(i not in index for i in members):
             return False
-        self._index, self._members, self._entries, self._seen, self.changed = index, members, None, -1, False
+        self._index, self._members, self._entries, self._seen, self.unsaved = index, members, None, -1, 0
         return True
 
     def first(self, query: NDArray[np.float32], passes: Callable[[str], T | None]) -> tuple[str, T] | None:

@@ -255,9 +255,9 @@ class StackMemory(AdmissionMembers, StoredRounds):
         self._texts.close()
 
     def _save_cache(self) -> None:
-        """Persist the text vectors embedded since the last save, and the pool indexes that changed."""
+        """Persist the text vectors embedded since the last save, and the pool indexes that changed enough."""
         for app, search in self._searches.items():
-            if search.changed and self.cache.enabled:
+            if search.due and self.cache.enabled:
                 search.save(self.cache, _pool_entry(app))
         if not self._unsaved or not self.cache.enabled:
             return
@@ -343,9 +343,8 @@ class StackMemory(AdmissionMembers, StoredRounds):
         entries = self.lifecycle.pool_entries(query.task.app)
         if len(entries) > SCAN_UP_TO:  # a large pool: searched in relevance order (`guimem.memory.pool`)
             search = self._search(query.task.app)
-            before = len(search)
             search.sync(entries, self._pool_vectors)
-            if search.changed and len(search) - before >= SCAN_UP_TO:  # a build: saved at once, not at the boundary
+            if search.due and self.cache.enabled:  # a build, or a large change: saved at once
                 search.save(self.cache, _pool_entry(query.task.app))
             found = search.first(self._query(query, here), fits)
             return [found] if found is not None else []
