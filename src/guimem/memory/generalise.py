@@ -210,6 +210,11 @@ def field_values(obs: Observation, task: Task, by_role: bool = False) -> dict[st
     return out
 
 
+def field_placeholders(fields: dict[str, str]) -> list[str]:
+    """The placeholder names a `Behaviour.fields` mapping holds (`OTHER_VALUE` holds none)."""
+    return [v.strip("{}") for v in fields.values() if v != OTHER_VALUE]
+
+
 def fields_hold(fields: dict[str, str], here: TaskScreen, args: dict[str, str]) -> bool:
     """Do the screen's fields hold what ``fields`` recorded: for each name, some filled field of that name
     holding the task's value for a placeholder (``args``: the placeholders bound for the task, by name or

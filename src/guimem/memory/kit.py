@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 
 from guimem.embeddings import Embedder, EmbedRole, Prefetching
 from guimem.llm import LLMClient
-from guimem.memory.generalise import OTHER_VALUE, TaskScreen, fields_hold, serves_goal, state_text
+from guimem.memory.generalise import TaskScreen, field_placeholders, fields_hold, serves_goal, state_text
 from guimem.memory.hostile import (
     QUOTE_CLOSE,
     QUOTE_OPEN,
@@ -197,11 +197,16 @@ def acts_for(item: InjectedItem, here: TaskScreen, observation: Observation) -> 
 def holds_here(item: InjectedItem, here: TaskScreen) -> bool:
     """Do this screen's fields hold what they held where ``item``'s actions were learned
     (`Behaviour.fields`), its placeholders bound for the task by name or role?"""
-    fields = item.behaviour.fields
+    return fields_bound_hold(item.behaviour.fields, item.behaviour.roles, here)
+
+
+def fields_bound_hold(fields: dict[str, str], roles: dict[str, str], here: TaskScreen,
+                      args: dict[str, str] | None = None) -> bool:
+    """`fields_hold`, the placeholders ``fields`` holds bound for the task by name or role (``roles``), then
+    ``args`` over them."""
     if not fields:
         return True
-    names = {v.strip("{}") for v in fields.values() if v != OTHER_VALUE}
-    return fields_hold(fields, here, bound_args(names, item.behaviour.roles, here.task))
+    return fields_hold(fields, here, {**bound_args(field_placeholders(fields), roles, here.task), **(args or {})})
 
 
 WRITTEN = frozenset({Origin.MODEL, Origin.IMPORT})

@@ -13,8 +13,8 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from guimem.envs.base import Env
-from guimem.memory.generalise import TaskScreen, fields_hold, filled_fields
-from guimem.memory.kit import MemoryKit, locate
+from guimem.memory.generalise import TaskScreen, field_placeholders, filled_fields
+from guimem.memory.kit import MemoryKit, fields_bound_hold, locate
 from guimem.memory.roles import bound_args
 from guimem.memory.table import EventType, payload_json
 from guimem.storage.base import EventDraft
@@ -58,7 +58,7 @@ class SkillProgram(BaseModel):
         for step in steps:
             names += [n for n in step.params() if n not in names]
         fields = dict(list((fields or {}).items())[:MAX_NEEDS])
-        held = {n for v in fields.values() for n in placeholders(v)}
+        held = set(field_placeholders(fields))
         return cls(params=tuple(names), steps=steps,
                    roles={n: r for n, r in (roles or {}).items() if n in names or n in held},
                    needs=tuple(n[:MAX_FIELD] for n in needs[:MAX_NEEDS]), serves=serves[:32],
@@ -130,11 +130,9 @@ def can_start(program: SkillProgram, args: dict[str, str], observation: Observat
         return False
     if program.needs and not set(program.needs) <= set(filled_fields(observation, args.values())):
         return False
-    if program.fields:  # a placeholder only a field holds binds like the steps' ones: by name, else by role
-        names = [n for v in program.fields.values() for n in placeholders(v)]
-        held = {**bound_args(names, program.roles, task), **args}
-        if not fields_hold(program.fields, TaskScreen(task, observation), held):
-            return False
+    # a placeholder only a field holds binds like the steps' ones: by name, else by role
+    if program.fields and not fields_bound_hold(program.fields, program.roles, TaskScreen(task, observation), args):
+        return False
     return all(finds(program.steps[i], args, observation) for i in (0, *program.present) if i < len(program.steps))
 
 

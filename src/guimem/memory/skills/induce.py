@@ -12,6 +12,7 @@ from guimem.memory.generalise import (
     Performed,
     direct_path,
     field_name,
+    field_placeholders,
     field_values,
     filled_fields,
     generalise_action,
@@ -26,7 +27,7 @@ from guimem.memory.program import SkillProgram, finds
 from guimem.memory.roles import roles_of
 from guimem.memory.settings import WINDOW_LENGTHS
 from guimem.memory.skills.unused import unused_steps
-from guimem.types import Action, ActionKind, Observation, Task, Trajectory, mask_text, placeholders
+from guimem.types import Action, ActionKind, Observation, Task, Trajectory, mask_text
 
 _SLUG = re.compile(r"[^a-z0-9]+")
 
@@ -105,8 +106,7 @@ def induce(traj: Trajectory, lengths: tuple[int, ...] = WINDOW_LENGTHS) -> list[
             steps = tuple(generalise_action(p.action, traj.task) for p in window)
             ends = start + length == len(performed)
             fields = _held(window, traj.task)
-            held = [n for v in fields.values() for n in placeholders(v)]
-            program = SkillProgram.from_templates(steps, roles_of(steps, traj.task, held),
+            program = SkillProgram.from_templates(steps, roles_of(steps, traj.task, field_placeholders(fields)),
                                                   filled_fields(window[0].before, state_masks(traj.task)),
                                                   serves=goal_verb(traj.task) if ends else "",
                                                   present=_present(steps, window[0].before, traj.task),
