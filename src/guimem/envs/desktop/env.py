@@ -263,7 +263,11 @@ class DesktopEnv:
         keyboard focus is in it. GTK moves the focus into a window some time after showing it, so a first screen
         read before or after that differs for the agent: in a 5-round run, one task's first screen had mousepad's
         text view focused in two of its five starts and not in the other three, and the explorer's first step
-        differed. A window that gives no element the focus is taken after `FOCUS_WAIT_S`."""
+        differed. A window that gives no element the focus is taken after `FOCUS_WAIT_S`.
+
+        With no window manager the keyboard focus follows the pointer, and the pointer is where the last
+        episode left it: so once the window is up the pointer is put just inside its top-left corner (on no
+        control), and every start gets the focus a freshly started app has on a desktop."""
         deadline = time.monotonic() + self.start_timeout_s
         focus_by: float | None = None
         last = None
@@ -272,7 +276,12 @@ class DesktopEnv:
             elements = screen.observation.elements
             shown = [(e.role, e.text, e.value, e.focused) for e in elements]
             if title in screen.observation.location:
-                focus_by = focus_by or time.monotonic() + FOCUS_WAIT_S
+                if focus_by is None:
+                    self._xdotool("mousemove", str(int(screen.window.x) + 1), str(int(screen.window.y) + 1))
+                    last = None  # a read from before the pointer came in is not one of the two that must agree
+                    focus_by = time.monotonic() + FOCUS_WAIT_S
+                    time.sleep(0.2)
+                    continue
                 if shown == last and (any(e.focused for e in elements) or time.monotonic() >= focus_by):
                     return screen.observation
             last = shown
