@@ -74,6 +74,21 @@ def test_scan_hands_out_what_query_returns_a_chunk_at_a_time(store):
     assert list(store.scan("nothing")) == []
 
 
+def test_get_many_reads_the_current_versions_of_many_ids_and_leaves_out_unknown_ones(store):
+    from guimem.storage.base import Batching
+
+    assert isinstance(store, Batching)
+    for i in range(1203):
+        store.put(rec(f"i{i}", body=f'{{"n": {i}}}'))
+    store.put(rec("i7", body='{"n": "again"}'))  # a new version
+    asked = [f"i{i}" for i in range(1203, -1, -1)] + ["nope", "i7"]  # > 2 statements' worth, unknown, repeated
+    found = store.get_many(asked)
+    assert sorted(found) == sorted(f"i{i}" for i in range(1203))
+    assert found["i7"].body == '{"n": "again"}' and found["i7"].version == 2
+    assert all(found[i] == store.get(i) for i in ("i0", "i600", "i1202"))
+    assert store.get_many([]) == {}
+
+
 def test_vectors_round_trip(store):
     v = np.arange(4, dtype=np.float32)
     store.put(Record("a", "node", "graph", "active", "{}", pack_vector(v)))

@@ -9,7 +9,7 @@ is the same as reading the pool whenever the most relevant item that fits is amo
 index returns (HNSW search above 50k vectors is approximate: `guimem.vectors.auto`); past that, nothing is
 offered. Smaller pools are read whole, so every evaluation here (pools of hundreds) is unchanged.
 
-A pool's index is built once: the items it reads to index are not kept (`Admission.peek`), and it is saved in
+A pool's index is built once: the items it reads to index are not kept (`Admission.peek_many`), and it is saved in
 the memory's index cache (`save`, `open`) and caught up with the pool from there (`sync`), whatever the store
 did since it was saved. An item is indexed by the content it had when it was first indexed; the index only
 orders the checks, and the check reads the item as it is.

@@ -365,10 +365,12 @@ class StackMemory(AdmissionMembers, StoredRounds):
 
     def _pool_vectors(self, ids: list[str]) -> tuple[list[str], NDArray[np.float32]]:
         """Relevance vectors of pool items (their content, as recall ranks), for the ids still there; the items
-        read for them are not kept (`Admission.peek`: a pool of a million items is indexed in bounded memory)."""
-        found = [(i, e[0]) for i in ids if (e := self.lifecycle.peek(i)) is not None]
-        rows = self._embed([it.content for _, it in found], EmbedRole.PASSAGE)
-        return [i for i, _ in found], np.stack(rows) if rows else np.zeros((0, self.kit.embedder.dim), np.float32)
+        read for them, a few store reads a batch, are not kept (`Admission.peek_many`: a pool of a million items is
+        indexed in bounded memory)."""
+        found = dict((i, item.content) for i, (item, _) in self.lifecycle.peek_many(ids))  # each item let go at once
+        kept = [i for i in ids if i in found]
+        rows = self._embed([found[i] for i in kept], EmbedRole.PASSAGE)
+        return kept, np.stack(rows) if rows else np.zeros((0, self.kit.embedder.dim), np.float32)
 
     def _query(self, query: RecallQuery, here: _Screen) -> NDArray[np.float32]:
         """SGDR's relevance query: α · this screen + (1 − α) · the goal."""

@@ -80,14 +80,19 @@ class ItemView(Generic[Body]):
         self.remember(item_id, body, rec.status, rec.vector_array())
         return self._read[item_id]
 
-    def peek(self, item_id: str) -> tuple[Body, str]:
-        """An item's body and status: kept, else read from the store without keeping it (a pass over many items,
-        such as indexing a pool, holds none of them; raises `NotFoundError`)."""
-        kept = self._read.get(item_id)
-        if kept is not None:
-            return kept[0], kept[1]
-        rec, body = self.table.get(item_id)
-        return body, rec.status
+    def peek_many(self, item_ids: Sequence[str]) -> Iterator[tuple[str, Body, str]]:
+        """Many items' ids, bodies and statuses, one at a time: the kept ones as kept, the rest read in a few store
+        reads (`Batching`) without keeping them (a pass over many items, such as indexing a pool, holds none of
+        them: keep only what is needed of each); an id not in the store is left out."""
+        missing = []
+        for item_id in item_ids:
+            kept = self._read.get(item_id)
+            if kept is not None:
+                yield item_id, kept[0], kept[1]
+            else:
+                missing.append(item_id)
+        for rec, body in self.table.get_many(missing):
+            yield rec.id, body, rec.status
 
     def get(self, item_id: str) -> Body:
         """An item's body (kept, else read)."""

@@ -198,6 +198,16 @@ class Scanning(Protocol):
 
 
 @runtime_checkable
+class Batching(Protocol):
+    """A store that can read many items' current versions in a few statements (the SQL stores can), so a pass
+    over many ids (indexing a transfer pool) is not one round trip per item."""
+
+    def get_many(self, item_ids: Sequence[str]) -> dict[str, Record]:
+        """The current version of each of ``item_ids`` that exists (an unknown id is left out)."""
+        ...
+
+
+@runtime_checkable
 class Versioned(Protocol):
     """A store that can say what changed in a namespace since a reader last looked (the SQL stores can)."""
 

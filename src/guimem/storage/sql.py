@@ -12,6 +12,8 @@ from guimem.errors import DataError, NotFoundError
 from guimem.storage.base import Change, Event, Record, StoreStats
 
 COLUMNS = "id, kind, namespace, status, body, vector, version, created_at"
+IN_LIMIT = 500
+"""Ids in one ``IN (...)`` list: a bound on one statement's parameters (SQLite's is 999 before 3.32)."""
 
 
 def to_record(row: Sequence[Any]) -> Record:
@@ -84,18 +86,27 @@ class SQLReads(ABC):
         if statuses is not None and not statuses:
             return
         ids = [str(r[0]) for r in self._all(*self._current("id", namespace, kind, statuses or ()))]
-        chunk = max(1, min(chunk, 500))  # a bound on one statement's parameters (SQLite's is 999 before 3.32)
+        chunk = max(1, min(chunk, IN_LIMIT))
         allowed = set(statuses) if statuses is not None else None
         for start in range(0, len(ids), chunk):
             part = ids[start:start + chunk]
-            rows = self._all(f"SELECT {COLUMNS} FROM items WHERE current AND id IN "
-                             f"({', '.join('?' for _ in part)})", part)
-            found = {rec.id: rec for rec in map(to_record, rows)
+            found = {i: rec for i, rec in self.get_many(part).items()
                      if rec.namespace == namespace and (kind is None or rec.kind == kind)
                      and (allowed is None or rec.status in allowed)}
             out = [found[i] for i in part if i in found]
             if out:
                 yield out
+
+    def get_many(self, item_ids: Sequence[str]) -> dict[str, Record]:
+        """The current versions of ``item_ids`` that exist, in one statement per `IN_LIMIT` ids."""
+        ids = list(dict.fromkeys(item_ids))
+        out: dict[str, Record] = {}
+        for start in range(0, len(ids), IN_LIMIT):
+            part = ids[start:start + IN_LIMIT]
+            rows = self._all(f"SELECT {COLUMNS} FROM items WHERE current AND id IN "
+                             f"({', '.join('?' for _ in part)})", part)
+            out.update((rec.id, rec) for rec in map(to_record, rows))
+        return out
 
     def events(self, *, item_id: str | None = None, namespace: str | None = None, since: int = 0) -> list[Event]:
         """Events after ``since``, in log order."""

@@ -316,15 +316,14 @@ class Admission:
         """One item and its status (read on demand when the memory opened from the cache), or None."""
         return self._entry(item_id)
 
-    def peek(self, item_id: str) -> Entry | None:
-        """`entry` without keeping what it reads (`ItemView.peek`): for a pass over many items."""
+    def peek_many(self, item_ids: Sequence[str]) -> Iterator[tuple[str, Entry]]:
+        """Many items and their statuses, one at a time, read in a few store reads without keeping them
+        (`ItemView.peek_many`): for a pass over many items. An unknown id is left out."""
         if self._loaded is not None:
-            return self._loaded.get(item_id)
-        try:
-            item, status = self.view.peek(item_id)
-        except NotFoundError:
-            return None
-        return item, ItemStatus(status)
+            yield from ((i, found) for i in item_ids if (found := self._loaded.get(i)) is not None)
+            return
+        for item_id, item, status in self.view.peek_many(item_ids):
+            yield item_id, (item, ItemStatus(status))
 
     def every_item(self) -> Iterator[tuple[str, KnowledgeItem]]:
         """Every item in entry order: the ones held, else read from the store a chunk at a time (none kept)."""
