@@ -63,3 +63,38 @@ def test_recalled_behaviour_is_renamed_to_this_task_s_parameters_and_the_explore
     chosen = policy.act(PolicyInput(task=OTHER_NAMES, observation=obs, injection=Injection(items=(here,))))
     target = next(e for e in obs.elements if e.role is Role.BUTTON and e.text.startswith("Kalila"))
     assert chosen.action.ref == target.ref
+
+
+EDIT = Task(id="edit", app="mousepad", goal='Replace the text of notes.txt with "meeting at noon" and save the file.',
+            params={"text": "meeting at noon"})
+EDIT_AGAIN = Task(id="edit", app="mousepad", goal='Replace the text of notes.txt with "ship it" and save the file.',
+                  params={"text": "ship it"}, seed=2)
+COPY = Task(id="copy", app="mousepad", goal="Save a copy of notes.txt as plan.txt in the folder drafts.",
+            params={"text": "ship the parcel", "name": "plan.txt", "folder": "drafts"})
+
+
+def test_a_value_the_goal_asked_for_never_binds_to_a_same_named_value_this_goal_does_not_show():
+    """A 5-round desktop run: "type {text}; File; Save", learned where the goal said the text, started on a
+    save-a-copy task whose `text` is the document's own content (not in its goal), typed it back and saved the
+    document in place; none saved the copy. By name it bound; by what the goal asks it must not."""
+    from guimem.memory.kit import acts_here
+    from guimem.memory.roles import bound_args
+    from guimem.types import Observation, UIElement
+
+    doc = UIElement(ref="1", role=Role.TEXTBOX, editable=True, value="ship the parcel")
+    menu = UIElement(ref="2", role=Role.MENUITEM, text="File")
+    obs = Observation(app="mousepad", location="~/notes.txt - Mousepad", elements=(menu, doc))
+    type_text = Action(kind=ActionKind.TYPE, selector=Selector(role=Role.TEXTBOX), text="{text}")
+    tap_file = Action(kind=ActionKind.TAP, selector=Selector(role=Role.MENUITEM, text="File"))
+    program = SkillProgram.from_templates((type_text, tap_file), goal_roles(EDIT))
+    assert program.roles == {"text": "txt|and"}
+    assert binding(["text"], program.roles, EDIT_AGAIN) == {"text": "text"}, "a sibling that asks for text"
+    assert can_start(program, program.args_for(EDIT_AGAIN), obs, EDIT_AGAIN)
+    assert binding(["text"], program.roles, COPY) == {}
+    assert "text" not in bound_args(["text"], program.roles, COPY) and bound_args([], {}, COPY) == COPY.params
+    assert not can_start(program, program.args_for(COPY), obs, COPY)
+    assert not acts_here(Behaviour(actions=(type_text, tap_file), roles=program.roles), COPY, obs)
+    learned_here = Behaviour(actions=(type_text, tap_file), roles=goal_roles(COPY))  # no role: the copy's own
+    assert acts_here(learned_here, COPY, obs), "what the task itself learned still binds by name"
+    apart = Task(id="api", app="mousepad", goal="Do it.", params={"text": "ship it"})
+    assert binding(["text"], program.roles, apart) == {"text": "text"}, "a goal that shows no value: by name"

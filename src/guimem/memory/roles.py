@@ -53,12 +53,24 @@ def roles_of(actions: Iterable[Action], task: Task, names: Iterable[str] = ()) -
 def binding(names: Iterable[str], roles: dict[str, str], task: Task) -> dict[str, str]:
     """Placeholder name → the name of ``task``'s parameter it binds to, one to one: the same name, else the
     one parameter whose value has the placeholder's role in this goal, when no other placeholder and no
-    other parameter has that role (names that bind to nothing are left out)."""
+    other parameter has that role (names that bind to nothing are left out).
+
+    A placeholder whose value the learning goal showed (it has a role) is a value a goal asks for: where this
+    goal shows its values, it binds by name only to one of them. A parameter such a goal leaves out is the
+    task's setup (a file's content, not text to type): "type {text}; Save", learned where the goal said the
+    text, must not type a document's own content back and save it where the goal asks for a copy under
+    another name. (A goal that shows none of its values, such as one given apart from them, binds by name.)"""
     wanted = sorted(set(names))
     out = {n: n for n in wanted if n in task.params}
+    shown: dict[str, str] | None = None
+    if any(n in roles for n in out):
+        shown = goal_roles(task)
+        if any(p in shown for p in task.params):
+            out = {n: p for n, p in out.items() if n not in roles or n in shown}
     if len(out) == len(wanted):
         return out  # every name is the task's own: no role to read (the common case, on the recall path)
-    here = {p: r for p, r in goal_roles(task).items() if p in task.params and p not in out.values()}
+    shown = goal_roles(task) if shown is None else shown
+    here = {p: r for p, r in shown.items() if p in task.params and p not in out.values()}
     mine = Counter(roles[n] for n in wanted if n in roles)
     theirs = Counter(here.values())
     for name in wanted:
@@ -70,8 +82,12 @@ def binding(names: Iterable[str], roles: dict[str, str], task: Task) -> dict[str
 
 
 def bound_args(names: Iterable[str], roles: dict[str, str], task: Task) -> dict[str, str]:
-    """The task's values for ``names`` (by name, else by role), with the task's own parameters."""
-    return {**task.params, **{n: task.params[p] for n, p in binding(names, roles, task).items()}}
+    """The task's values for ``names`` (by name, else by role), with the task's own parameters but for the
+    names `binding` refused (a placeholder the learning goal showed, named like a value this goal does not)."""
+    wanted = set(names)
+    bound = binding(wanted, roles, task)
+    return {**{k: v for k, v in task.params.items() if k not in wanted or k in bound},
+            **{n: task.params[p] for n, p in bound.items()}}
 
 
 def rebind(item: InjectedItem, task: Task) -> InjectedItem:
