@@ -137,3 +137,24 @@ def test_a_window_from_the_middle_of_an_episode_starts_only_where_the_steps_befo
     user = Selector(role=Role.TEXTBOX, label="username").resolve(fresh).element
     typed = env.step(Action(kind=ActionKind.TYPE, ref=user.ref, text=args["username"])).observation
     assert can_start(tail, args, typed, env.task)
+
+
+def test_a_routine_that_finished_its_goal_does_not_start_where_the_goal_asks_for_a_value_it_never_places():
+    """A save-in-home routine learned where the goal named no folder must not finish a goal that names one: on a
+    form whose goal also asks for a code, "type username; type password; Login" would log in without it."""
+    from guimem.memory.program import can_start
+
+    windows = {tuple(a.selector.label or a.selector.text for a in c.program.steps): c.program
+               for c in induce(episode([USER, PASS, LOGIN], seed=1))}
+    full, head = windows[("username", "password", "Login")], windows[("username", "password")]
+    assert full.unplaced == 0 and head.unplaced is None, "only a window that ended the episode finished a goal"
+    for fields, starts in ((("username", "password"), True), (("username", "password", "code"), False)):
+        env = FormEnv(fields=fields)
+        screen = env.reset(Task(id="form", goal="", app="form", seed=3, max_steps=6))
+        args = full.args_for(env.task)
+        assert can_start(full, args, screen, env.task) is starts, env.task.goal
+        assert can_start(head, head.args_for(env.task), screen, env.task), "a step on the way serves any goal"
+    before = full.model_copy(update={"unplaced": None})  # stored before the count was kept: as it was
+    env = FormEnv(fields=("username", "password", "code"))
+    screen = env.reset(Task(id="form", goal="", app="form", seed=3, max_steps=6))
+    assert can_start(before, before.args_for(env.task), screen, env.task)

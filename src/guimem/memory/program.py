@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from guimem.envs.base import Env
 from guimem.memory.generalise import TaskScreen, field_placeholders, filled_fields
 from guimem.memory.kit import MemoryKit, fields_bound_hold, locate
-from guimem.memory.roles import bound_args
+from guimem.memory.roles import bound_args, unplaced
 from guimem.memory.table import EventType, payload_json
 from guimem.storage.base import EventDraft
 from guimem.types import Action, ActionError, ActionErrorCode, ActionKind, Behaviour, Observation, Task, placeholders
@@ -48,11 +48,16 @@ class SkillProgram(BaseModel):
     (a window that began inside an open menu taps one of its items): it can start only where they are too."""
     serves: str = Field(default="", max_length=32, pattern=r"^[a-z]*$")
     """The verb of the goal its last step finished, when that step ended the episode (`Behaviour.serves`)."""
+    unplaced: int | None = Field(default=None, ge=0, le=MAX_STEPS)
+    """When its last step ended the episode: how many values the learning goal showed that it placed nowhere
+    (`roles.unplaced`). It finishes a goal only where that goal shows no more values it would leave undone: a
+    routine that saved in the home folder, learned where the goal named no folder, does not start where the
+    goal names one (None: learned before this was kept)."""
 
     @classmethod
     def from_templates(cls, steps: tuple[Action, ...], roles: dict[str, str] | None = None,
                        needs: tuple[str, ...] = (), serves: str = "", present: tuple[int, ...] = (),
-                       fields: dict[str, str] | None = None) -> SkillProgram:
+                       fields: dict[str, str] | None = None, unplaced: int | None = None) -> SkillProgram:
         """A program whose parameters are the placeholders its steps use, in order."""
         names: list[str] = []
         for step in steps:
@@ -62,7 +67,8 @@ class SkillProgram(BaseModel):
         return cls(params=tuple(names), steps=steps,
                    roles={n: r for n, r in (roles or {}).items() if n in names or n in held},
                    needs=tuple(n[:MAX_FIELD] for n in needs[:MAX_NEEDS]), serves=serves[:32],
-                   present=tuple(i for i in present if 0 < i < len(steps)), fields=fields)
+                   present=tuple(i for i in present if 0 < i < len(steps)), fields=fields,
+                   unplaced=None if unplaced is None else min(unplaced, MAX_STEPS))
 
     @property
     def behaviour(self) -> Behaviour:
@@ -125,9 +131,15 @@ def can_start(program: SkillProgram, args: dict[str, str], observation: Observat
     """Can ``program`` start on this screen of ``task``: are its arguments given, are the fields it needs filled
     and do they hold what they held (`SkillProgram.fields`), and do its first step and the steps it learned
     with their element already there (`SkillProgram.present`) find their element here (with the arguments
-    filled)?"""
+    filled)? A routine that finished its episode starts only where it would leave no more of the goal's values
+    undone than it did where it was learned (`SkillProgram.unplaced`)."""
     if any(p not in args for p in program.params) or not program.steps:
         return False
+    if program.unplaced is not None:
+        held = field_placeholders(program.fields)
+        placed = {**bound_args(held, program.roles, task), **args}
+        if unplaced((*program.params, *held), placed, task) > program.unplaced:
+            return False
     if program.needs and not set(program.needs) <= set(filled_fields(observation, args.values())):
         return False
     # a placeholder only a field holds binds like the steps' ones: by name, else by role

@@ -90,6 +90,16 @@ def bound_args(names: Iterable[str], roles: dict[str, str], task: Task) -> dict[
             **{n: task.params[p] for n, p in bound.items()}}
 
 
+def unplaced(names: Iterable[str], args: dict[str, str], task: Task) -> int:
+    """How many of the values ``task``'s goal shows (its parameters and quoted substrings, as whole words) none of
+    the placeholders ``names`` places, bound by ``args``: what a routine made of them would leave undone."""
+    goal = task.goal.casefold()
+    shown = {word for value in task_values(task).values() if (word := value.strip().casefold())
+             and re.search(rf"(?<!\w){re.escape(word)}(?!\w)", goal)}
+    placed = {args[n].strip().casefold() for n in names if n in args}
+    return len(shown - placed)
+
+
 def rebind(item: InjectedItem, task: Task) -> InjectedItem:
     """``item`` with its behaviour's placeholders renamed to ``task``'s parameters they bind to by role
     (a placeholder with the task's own name, or none, is left as it is; the item's text is not rewritten:

@@ -21,10 +21,11 @@ from guimem.memory.generalise import (
     performed_actions,
     state_masks,
     state_text,
+    task_values,
     template_key,
 )
 from guimem.memory.program import SkillProgram, finds
-from guimem.memory.roles import roles_of
+from guimem.memory.roles import roles_of, unplaced
 from guimem.memory.settings import WINDOW_LENGTHS
 from guimem.memory.skills.unused import unused_steps
 from guimem.types import Action, ActionKind, Observation, Task, Trajectory, mask_text
@@ -106,11 +107,13 @@ def induce(traj: Trajectory, lengths: tuple[int, ...] = WINDOW_LENGTHS) -> list[
             steps = tuple(generalise_action(p.action, traj.task) for p in window)
             ends = start + length == len(performed)
             fields = _held(window, traj.task)
+            left = unplaced((*(n for s in steps for n in s.params()), *field_placeholders(fields)),
+                            task_values(traj.task), traj.task)
             program = SkillProgram.from_templates(steps, roles_of(steps, traj.task, field_placeholders(fields)),
                                                   filled_fields(window[0].before, state_masks(traj.task)),
                                                   serves=goal_verb(traj.task) if ends else "",
                                                   present=_present(steps, window[0].before, traj.task),
-                                                  fields=fields)
+                                                  fields=fields, unplaced=left if ends else None)
             key = template_key(steps)
             digest = hashlib.sha1(key.encode()).hexdigest()[:6]
             source = SkillSource(
