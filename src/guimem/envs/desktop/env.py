@@ -29,7 +29,15 @@ from typing import Any
 
 from guimem.envs.base import Preview, Transition, show_preview
 from guimem.envs.desktop.confine import landlock_abi
-from guimem.envs.desktop.observation import Node, RefTable, Screen, action_index, build_screen
+from guimem.envs.desktop.observation import (
+    Node,
+    RefTable,
+    Screen,
+    action_index,
+    build_screen,
+    open_popups,
+    within,
+)
 from guimem.envs.desktop.screenshot import save_screenshot
 from guimem.envs.desktop.session import INSTALL_HINT, PROGRAMS, DesktopSession, binary, read_line
 from guimem.envs.desktop.tasks import APPS, DesktopTask, DisplayCheck, app_argv, desktop_task, setup_files
@@ -40,6 +48,7 @@ from guimem.types import (
     ActionError,
     ActionErrorCode,
     ActionKind,
+    Bounds,
     Observation,
     Outcome,
     Role,
@@ -95,6 +104,8 @@ def xdotool_key(name: str) -> str | None:
     return None if key is None else "+".join([*(mods[p.lower()] for p in head), key])
 
 
+POPUP_CLOSE_TRIES = 3
+"""How many times a tap outside an open popup presses Escape (a submenu closes one level a press)."""
 FOCUS_WAIT_S = 2.0
 """How long a new window may take to give one of its elements the keyboard focus."""
 
@@ -385,6 +396,7 @@ class DesktopEnv:
             return self._error(ActionErrorCode.ENV_REJECTED, "the element is disabled", action)
         node = self._screen.nodes[el.ref]
         if el.bounds.w > 0 and el.bounds.h > 0:
+            self._close_popups_around(el.bounds)
             x, y = (str(int(v)) for v in el.bounds.center)
             double = el.role is Role.LISTITEM and "activate" in node.actions
             # the pause lets the app take the pointer's arrival first: the file chooser's Places ignore a
@@ -400,6 +412,26 @@ class DesktopEnv:
             return self._error(ActionErrorCode.ENV_REJECTED, str(reply.get("error", "the action failed")), action)
         return None
 
+    def _close_popups_around(self, target: Bounds) -> None:
+        """Close the open popups (a combo box's list) before a click on an element that is not theirs. A popup
+        holds the pointer: a click elsewhere only closes it, and a person clicks again; a popup that covers part of
+        the element (the file chooser's list of file types hangs over its Save button) takes the click itself. A
+        tap is the click that reaches its element: Escape closes a popup as that first click would, without
+        choosing in it."""
+        assert self._screen is not None
+        raw = self._screen.raw
+        for _ in range(POPUP_CLOSE_TRIES):
+            popups = open_popups(raw)
+            if not popups or any(within(target, b) for b in popups):
+                break
+            self._xdotool("key", "--clearmodifiers", "Escape")
+            time.sleep(0.1)
+            raw = self._read(RefTable(dict(self._refs.refs))).raw  # reads only: refs are handed out by observe
+        else:
+            if open_popups(raw):
+                log.warning("a popup stayed open after %d presses of Escape: the click may only close it",
+                            POPUP_CLOSE_TRIES)
+
     def _type(self, el: UIElement, action: Action) -> ActionError | None:
         assert self._screen is not None
         if not el.editable:
@@ -410,6 +442,7 @@ class DesktopEnv:
             if reply.get("ok"):
                 return None
         x, y = el.bounds.center
+        self._close_popups_around(el.bounds)
         self._xdotool("mousemove", str(int(x)), str(int(y)), "click", "1")
         self._xdotool("key", "--clearmodifiers", "ctrl+a")
         # galculator drops keys typed 30 ms apart

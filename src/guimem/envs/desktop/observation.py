@@ -222,6 +222,20 @@ def build_screen(nodes: list[Node], refs: RefTable, app: str, home: str = "") ->
     return Screen(observation=obs, nodes=acted, window=window, raw=tuple(nodes))
 
 
+def open_popups(nodes: tuple[Node, ...] | list[Node]) -> list[tuple[int, int, int, int]]:
+    """The bounds of the popups open on the screen (a combo box's list): unnamed top-level windows that show.
+    While one is open it holds the pointer: a click anywhere else only closes it."""
+    return [n.bounds for n in nodes if n.parent == -1 and n.role == "window" and not n.name.strip()
+            and "showing" in n.states and n.bounds is not None and n.bounds[2] > 0 and n.bounds[3] > 0]
+
+
+def within(inner: Bounds, outer: tuple[int, int, int, int]) -> bool:
+    """Does ``inner`` lie wholly within ``outer`` (``x, y, w, h``)? An element of a popup does; an element the popup
+    only covers in part (the dialog button under a combo box's list) does not."""
+    x, y, w, h = outer
+    return x <= inner.x and y <= inner.y and inner.x + inner.w <= x + w and inner.y + inner.h <= y + h
+
+
 def action_index(node: Node) -> int | None:
     """The index of the node's default action (click, press, activate, ...), or None if it has none."""
     names = list(node.actions)
