@@ -117,3 +117,27 @@ def test_leave_one_task_out_hides_an_edge_that_another_task_also_contributed(kit
 
     assert shown("form-a") == [] and shown("form-b") == [], "an edge either task contributed is hidden from both"
     assert shown("form-c"), "a third task still gets it"
+
+
+def test_an_edge_learned_on_a_document_holding_the_task_s_text_advises_only_where_the_document_holds_it_too():
+    """A "File; Save As" edge learned while saving a copy of a document that held the task's text is no step for a
+    task that has yet to write its text (issue #35, transfer only: graph saved mousepad-edit-save's untouched
+    document first; the unnamed document had no name to record its content by). A segment's own typing is no
+    precondition."""
+    from guimem.memory.generalise import Performed, TaskScreen
+    from guimem.memory.kit import fields_bound_hold
+    from guimem.memory.subgoals import Segment, behaviour_of
+    from guimem.types import Outcome, Role, Trajectory
+    from tests.memory.test_unused_steps import screen, tap, type_
+
+    copy = Task(id="copy", goal="Save a copy as a.txt.", app="editor", seed=1, params={"text": "hi", "name": "a.txt"})
+    traj = Trajectory(task=copy, steps=(), final_observation=screen(), outcome=Outcome(success=True, score=1.0))
+    save_as = Segment((Performed(0, tap(Role.MENUITEM, "File"), screen(text="hi"), screen("File", text="hi"), False),
+                       Performed(1, tap(Role.MENUITEM, "Open"), screen("File", text="hi"), screen(text="hi"), False)))
+    fields = behaviour_of(save_as, traj).fields
+    assert fields == {"<textbox>": "{text}"}
+    edit = Task(id="edit", goal='Replace the text with "yo" and save.', app="editor", seed=1, params={"text": "yo"})
+    assert not fields_bound_hold(fields, {}, TaskScreen(edit, screen(text="draft"))), "the text is yet to be written"
+    assert fields_bound_hold(fields, {}, TaskScreen(edit, screen(text="yo")))
+    typing = Segment((Performed(0, type_("hi"), screen(text="draft"), screen(text="hi"), False),))
+    assert behaviour_of(typing, traj).fields == {}, "what the segment types into the document is its own doing"

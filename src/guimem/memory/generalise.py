@@ -308,6 +308,20 @@ class Performed:
     failed: bool
 
 
+def presupposed_fields(window: Sequence[Performed], task: Task) -> dict[str, str]:
+    """What the filled fields held where ``window`` started (`field_values`, unnamed fields such as an editor's
+    document by role), but for the fields the window types into itself: what it writes there is its own doing,
+    not something it presupposes. Actions learned there advise only where the fields hold alike
+    (`fields_hold`): "File; Save As", learned on a document that held the task's text, is no step for a task
+    that has yet to write it."""
+    if not window:
+        return {}
+    masks = state_masks(task)
+    typed = {field_name(el, masks, by_role=True)[:MAX_FIELD_NAME] for p in window if p.action.kind is ActionKind.TYPE
+             for el in p.before.elements if el.ref == p.action.ref}
+    return {n: v for n, v in field_values(window[0].before, task, by_role=True).items() if n not in typed}
+
+
 def performed_actions(traj: Trajectory) -> list[Performed]:
     """The primitive UI actions of a trajectory in order (``run_skill`` steps expanded).
 

@@ -20,10 +20,10 @@ from guimem.memory.generalise import (
     Performed,
     describe_templates,
     direct_path,
-    field_values,
     generalise_action,
     goal_verb,
     performed_actions,
+    presupposed_fields,
     state_text,
 )
 from guimem.memory.roles import roles_of
@@ -136,7 +136,7 @@ def behaviour_of(segment: Segment, traj: Trajectory, is_last: bool = False) -> B
     actions = tuple(generalise_action(p.action, traj.task) for p in segment.actions)
     return Behaviour(actions=actions, roles=roles_of(actions, traj.task),
                      serves=goal_verb(traj.task) if is_last else "",
-                     fields=field_values(segment.before, traj.task) if segment.actions else {})
+                     fields=presupposed_fields(segment.actions, traj.task))
 
 
 def effect_of(segment: Segment, traj: Trajectory) -> str:

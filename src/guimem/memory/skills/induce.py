@@ -8,17 +8,15 @@ import re
 from pydantic import BaseModel
 
 from guimem.memory.generalise import (
-    MAX_FIELD_NAME,
     Performed,
     direct_path,
-    field_name,
     field_placeholders,
-    field_values,
     filled_fields,
     generalise_action,
     goal_verb,
     idle_repeats,
     performed_actions,
+    presupposed_fields,
     state_masks,
     state_text,
     task_values,
@@ -28,7 +26,7 @@ from guimem.memory.program import SkillProgram, finds
 from guimem.memory.roles import roles_of, unplaced
 from guimem.memory.settings import WINDOW_LENGTHS
 from guimem.memory.skills.unused import unused_steps
-from guimem.types import Action, ActionKind, Observation, Task, Trajectory, mask_text
+from guimem.types import Action, Observation, Task, Trajectory, mask_text
 
 _SLUG = re.compile(r"[^a-z0-9]+")
 
@@ -72,15 +70,6 @@ def describe(program: SkillProgram, traj: Trajectory, first: Performed) -> str:
     return f"{steps}. Screen: {first.before.app} {first.before.location}. For goals like: {goal}"
 
 
-def _held(window: list[Performed], task: Task) -> dict[str, str]:
-    """What the filled fields held where ``window`` started (`SkillProgram.fields`), but for the fields the window
-    types into itself: what it writes there is its own doing, not something it presupposes."""
-    masks = state_masks(task)
-    typed = {field_name(el, masks, by_role=True)[:MAX_FIELD_NAME] for p in window if p.action.kind is ActionKind.TYPE
-             for el in p.before.elements if el.ref == p.action.ref}
-    return {n: v for n, v in field_values(window[0].before, task, by_role=True).items() if n not in typed}
-
-
 def _present(steps: tuple[Action, ...], start: Observation, task: Task) -> tuple[int, ...]:
     """The later steps whose element was already on the screen the window started on (`SkillProgram.present`)."""
     args = dict(task.params)
@@ -106,7 +95,7 @@ def induce(traj: Trajectory, lengths: tuple[int, ...] = WINDOW_LENGTHS) -> list[
                 continue
             steps = tuple(generalise_action(p.action, traj.task) for p in window)
             ends = start + length == len(performed)
-            fields = _held(window, traj.task)
+            fields = presupposed_fields(window, traj.task)
             left = unplaced((*(n for s in steps for n in s.params()), *field_placeholders(fields)),
                             task_values(traj.task), traj.task)
             program = SkillProgram.from_templates(steps, roles_of(steps, traj.task, field_placeholders(fields)),
