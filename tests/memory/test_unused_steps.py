@@ -264,3 +264,24 @@ def test_a_routine_learned_after_an_edit_starts_only_where_the_document_holds_it
     assert whole.program.fields == {}, "what the routine types into the document is its own doing"
     for start in (screens[0], screen(text="", extra=(close,))):
         assert can_start(whole.program, {"text": "hi"}, start, task), "the whole routine types the text itself"
+
+
+def test_a_routine_learned_after_typing_the_goal_s_text_does_not_start_on_a_document_that_came_with_it():
+    """"File; Save", learned after the document was given the text its goal asked for, presupposes an edit. A
+    save-a-copy task's document holds its own `text` from the start, which its goal never asks for: the binding
+    refuses that name, and what the document holds must not bind it back (issue #35, transfer only: the routine
+    started on mousepad-save-copy's untouched document, where Save is disabled)."""
+    task = Task(id="edit", goal='Replace the text with "hi" and save.', app="editor", seed=1, params={"text": "hi"})
+    dialog = screen(text="hi", location="Open", extra=(_el(Role.BUTTON, "Cancel"),))
+    screens = [screen(text="draft"), screen(text="hi"), screen("File", text="hi"), dialog]
+    actions = [type_("hi"), tap(Role.MENUITEM, "File"), tap(Role.MENUITEM, "Open"), tap(Role.BUTTON, "Cancel")]
+    steps = tuple(Step(index=i, observation=screens[i], action=a) for i, a in enumerate(actions))
+    traj = Trajectory(task=task, steps=steps, final_observation=screen(text="hi"),
+                      outcome=Outcome(success=True, score=1.0))
+    (after,) = [c.program for c in induce(traj) if [a.selector.text for a in c.program.steps] == ["File", "Open"]]
+    assert after.unplaced is None, "a step on the way: what the goal asks is left to later steps"
+    assert after.fields == {"<textbox>": "{text}"}
+    copy = Task(id="copy", goal="Save a copy as a.txt in the folder b.", app="editor", seed=1,
+                params={"text": "yo", "name": "a.txt", "folder": "b"})
+    assert not can_start(after, after.args_for(copy), screen(text="yo"), copy), "nobody typed the text here"
+    assert can_start(after, after.args_for(task), screens[1], task)

@@ -218,10 +218,11 @@ def field_placeholders(fields: dict[str, str]) -> list[str]:
 def fields_hold(fields: dict[str, str], here: TaskScreen, args: dict[str, str]) -> bool:
     """Do the screen's fields hold what ``fields`` recorded: for each name, some filled field of that name
     holding the task's value for a placeholder (``args``: the placeholders bound for the task, by name or
-    role) or a value the task did not give for `OTHER_VALUE`?"""
+    role) or a value the task did not give for `OTHER_VALUE`? A task parameter counts only as ``args`` bind it: a
+    name the binding refused (`roles.binding`: the task's setup, not a value its goal asks for) holds nothing."""
     if not fields:
         return True
-    args = {**here.values, **args}
+    args = {**{k: v for k, v in here.values.items() if k not in here.task.params}, **args}
     for name, held in fields.items():
         found = here.filled.get(name, ())
         if held == OTHER_VALUE:

@@ -135,15 +135,16 @@ def can_start(program: SkillProgram, args: dict[str, str], observation: Observat
     undone than it did where it was learned (`SkillProgram.unplaced`)."""
     if any(p not in args for p in program.params) or not program.steps:
         return False
+    bound = {p: args[p] for p in program.params}  # the rest of ``args`` is the task's, not bound by name or role
+    held = field_placeholders(program.fields)
     if program.unplaced is not None:
-        held = field_placeholders(program.fields)
-        placed = {**bound_args(held, program.roles, task), **args}
+        placed = {**bound_args(held, program.roles, task), **bound}
         if unplaced((*program.params, *held), placed, task) > program.unplaced:
             return False
     if program.needs and not set(program.needs) <= set(filled_fields(observation, args.values())):
         return False
     # a placeholder only a field holds binds like the steps' ones: by name, else by role
-    if program.fields and not fields_bound_hold(program.fields, program.roles, TaskScreen(task, observation), args):
+    if program.fields and not fields_bound_hold(program.fields, program.roles, TaskScreen(task, observation), bound):
         return False
     return all(finds(program.steps[i], args, observation) for i in (0, *program.present) if i < len(program.steps))
 
