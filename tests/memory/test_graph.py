@@ -134,10 +134,11 @@ def test_an_edge_learned_on_a_document_holding_the_task_s_text_advises_only_wher
     traj = Trajectory(task=copy, steps=(), final_observation=screen(), outcome=Outcome(success=True, score=1.0))
     save_as = Segment((Performed(0, tap(Role.MENUITEM, "File"), screen(text="hi"), screen("File", text="hi"), False),
                        Performed(1, tap(Role.MENUITEM, "Open"), screen("File", text="hi"), screen(text="hi"), False)))
-    fields = behaviour_of(save_as, traj).fields
-    assert fields == {"<textbox>": "{text}"}
+    edge = behaviour_of(save_as, traj)
+    assert edge.fields == {"<textbox>": "{text}"}
     edit = Task(id="edit", goal='Replace the text with "yo" and save.', app="editor", seed=1, params={"text": "yo"})
-    assert not fields_bound_hold(fields, {}, TaskScreen(edit, screen(text="draft"))), "the text is yet to be written"
-    assert fields_bound_hold(fields, {}, TaskScreen(edit, screen(text="yo")))
+    assert not fields_bound_hold(edge.fields, edge.roles, TaskScreen(edit, screen(text="draft"))), \
+        "the text is yet to be written"
+    assert fields_bound_hold(edge.fields, edge.roles, TaskScreen(edit, screen(text="yo")))
     typing = Segment((Performed(0, type_("hi"), screen(text="draft"), screen(text="hi"), False),))
     assert behaviour_of(typing, traj).fields == {}, "what the segment types into the document is its own doing"

@@ -158,3 +158,29 @@ def test_a_routine_that_finished_its_goal_does_not_start_where_the_goal_asks_for
     env = FormEnv(fields=("username", "password", "code"))
     screen = env.reset(Task(id="form", goal="", app="form", seed=3, max_steps=6))
     assert can_start(before, before.args_for(env.task), screen, env.task)
+
+
+def test_what_a_finishing_routine_leaves_undone_is_counted_by_name_with_quoted_values_placed_where_held():
+    """Two values that happen to be equal are two values the goal asks for, and a quoted goal value the routine
+    presupposes in a field is placed there, on the seed it was learned on and on every other."""
+    from guimem.memory.roles import placed_here, unplaced
+
+    same = Task(id="add", goal="Add 34 and 34.", app="calc", params={"a": "34", "b": "34"})
+    assert unplaced(["a"], same) == 1, "b is asked for too, though its value is a's"
+    other = same.model_copy(update={"goal": "Add 12 and 34.", "params": {"a": "12", "b": "34"}})
+    assert unplaced(["a"], other) == 1
+    quoted = Task(id="edit", goal='Replace the text with "hi" and save.', app="editor")
+    assert unplaced(["quoted0"], quoted) == 0
+    assert placed_here(["quoted0"], {}, quoted.model_copy(update={"goal": 'Replace the text with "yo".'})) == \
+        {"quoted0"}
+
+
+def test_a_program_also_seen_as_a_step_on_the_way_loses_its_finishing_guard_when_merged():
+    from guimem.memory.skills.library import merged_program
+
+    ends = SkillProgram.from_templates((Action(kind=ActionKind.TAP, selector=Selector(role=Role.BUTTON,
+                                                                                       text="Save")),), unplaced=0)
+    assert merged_program(ends, ends.model_copy(update={"unplaced": 2})).unplaced == 2
+    assert merged_program(ends, ends.model_copy(update={"unplaced": None})).unplaced is None
+    stored = SkillProgram.model_validate(ends.model_dump(exclude={"unplaced"}))  # kept before the count was
+    assert stored.unplaced is None

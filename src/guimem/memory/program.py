@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from guimem.envs.base import Env
 from guimem.memory.generalise import TaskScreen, field_placeholders, filled_fields
 from guimem.memory.kit import MemoryKit, fields_bound_hold, locate
-from guimem.memory.roles import bound_args, unplaced
+from guimem.memory.roles import bound_args, placed_here, unplaced
 from guimem.memory.table import EventType, payload_json
 from guimem.storage.base import EventDraft
 from guimem.types import Action, ActionError, ActionErrorCode, ActionKind, Behaviour, Observation, Task, placeholders
@@ -49,10 +49,11 @@ class SkillProgram(BaseModel):
     serves: str = Field(default="", max_length=32, pattern=r"^[a-z]*$")
     """The verb of the goal its last step finished, when that step ended the episode (`Behaviour.serves`)."""
     unplaced: int | None = Field(default=None, ge=0, le=MAX_STEPS)
-    """When its last step ended the episode: how many values the learning goal showed that it placed nowhere
-    (`roles.unplaced`). It finishes a goal only where that goal shows no more values it would leave undone: a
-    routine that saved in the home folder, learned where the goal named no folder, does not start where the
-    goal names one (None: learned before this was kept)."""
+    """When its last step ended the episode: how many of the values the learning goal showed it placed neither by
+    its steps nor in the fields it presupposes (`roles.unplaced`). It starts only where the goal shows no more
+    such values (a count, by name): a routine that saved in the home folder, learned where the goal named no
+    folder, does not start where the goal names one. None: seen as a step on the way too (the same program in
+    the middle of another episode), or learned before this was kept."""
 
     @classmethod
     def from_templates(cls, steps: tuple[Action, ...], roles: dict[str, str] | None = None,
@@ -137,10 +138,9 @@ def can_start(program: SkillProgram, args: dict[str, str], observation: Observat
         return False
     bound = {p: args[p] for p in program.params}  # the rest of ``args`` is the task's, not bound by name or role
     held = field_placeholders(program.fields)
-    if program.unplaced is not None:
-        placed = {**bound_args(held, program.roles, task), **bound}
-        if unplaced((*program.params, *held), placed, task) > program.unplaced:
-            return False
+    if program.unplaced is not None and \
+            unplaced(placed_here((*program.params, *held), program.roles, task), task) > program.unplaced:
+        return False
     if program.needs and not set(program.needs) <= set(filled_fields(observation, args.values())):
         return False
     # a placeholder only a field holds binds like the steps' ones: by name, else by role

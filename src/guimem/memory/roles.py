@@ -90,14 +90,26 @@ def bound_args(names: Iterable[str], roles: dict[str, str], task: Task) -> dict[
             **{n: task.params[p] for n, p in bound.items()}}
 
 
-def unplaced(names: Iterable[str], args: dict[str, str], task: Task) -> int:
-    """How many of the values ``task``'s goal shows (its parameters and quoted substrings, as whole words) none of
-    the placeholders ``names`` places, bound by ``args``: what a routine made of them would leave undone."""
+def shown_names(task: Task) -> set[str]:
+    """The names of ``task``'s values (its parameters and quoted substrings) that its goal shows as whole words."""
     goal = task.goal.casefold()
-    shown = {word for value in task_values(task).values() if (word := value.strip().casefold())
-             and re.search(rf"(?<!\w){re.escape(word)}(?!\w)", goal)}
-    placed = {args[n].strip().casefold() for n in names if n in args}
-    return len(shown - placed)
+    return {name for name, value in task_values(task).items() if (word := value.strip().casefold())
+            and re.search(rf"(?<!\w){re.escape(word)}(?!\w)", goal)}
+
+
+def unplaced(placed: Iterable[str], task: Task) -> int:
+    """How many of the values ``task``'s goal shows (`shown_names`) none of the value names ``placed`` is: what a
+    routine placing those would leave undone. Counted by name, so two values that happen to be equal count
+    twice wherever they are shown."""
+    return len(shown_names(task) - set(placed))
+
+
+def placed_here(names: Iterable[str], roles: dict[str, str], task: Task) -> set[str]:
+    """The names of ``task``'s values that the placeholders ``names`` place: the parameters they bind to (by name,
+    else by role, `binding`) and the quoted goal values they name."""
+    wanted = set(names)
+    quoted = {n for n in task_values(task) if n not in task.params}
+    return set(binding(wanted, roles, task).values()) | (wanted & quoted)
 
 
 def rebind(item: InjectedItem, task: Task) -> InjectedItem:

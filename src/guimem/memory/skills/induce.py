@@ -19,7 +19,6 @@ from guimem.memory.generalise import (
     presupposed_fields,
     state_masks,
     state_text,
-    task_values,
     template_key,
 )
 from guimem.memory.program import SkillProgram, finds
@@ -96,8 +95,7 @@ def induce(traj: Trajectory, lengths: tuple[int, ...] = WINDOW_LENGTHS) -> list[
             steps = tuple(generalise_action(p.action, traj.task) for p in window)
             ends = start + length == len(performed)
             fields = presupposed_fields(window, traj.task)
-            left = unplaced((*(n for s in steps for n in s.params()), *field_placeholders(fields)),
-                            task_values(traj.task), traj.task)
+            left = unplaced((*(n for s in steps for n in s.params()), *field_placeholders(fields)), traj.task)
             program = SkillProgram.from_templates(steps, roles_of(steps, traj.task, field_placeholders(fields)),
                                                   filled_fields(window[0].before, state_masks(traj.task)),
                                                   serves=goal_verb(traj.task) if ends else "",

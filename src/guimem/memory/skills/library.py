@@ -66,6 +66,14 @@ class SkillBody(BaseModel):
         return task_id == self.source.task or task_id in self.tasks
 
 
+def merged_program(kept: SkillProgram, again: SkillProgram) -> SkillProgram:
+    """``kept`` after another episode gave the same program ``again``: a program also seen as a step on the way
+    finishes no goal of its own (`SkillProgram.unplaced` None), else it may leave undone what any of its
+    episodes left."""
+    left = None if kept.unplaced is None or again.unplaced is None else max(kept.unplaced, again.unplaced)
+    return kept if left == kept.unplaced else kept.model_copy(update={"unplaced": left})
+
+
 class SkillMemory(StoredRounds):
     """The ``skills`` memory method.
 
@@ -239,7 +247,8 @@ class SkillMemory(StoredRounds):
             if existing is not None:
                 rec, body = self.view.record(existing)
                 tasks = body.tasks if body.learned_from(trajectory.task.id) else (*body.tasks, trajectory.task.id)
-                body = body.model_copy(update={"support": body.support + 1, "tasks": tasks})
+                body = body.model_copy(update={"support": body.support + 1, "tasks": tasks,
+                                               "program": merged_program(body.program, cand.program)})
                 self.view.put(existing, body, rec.status, EventType.MERGED, {"episode": trajectory.episode_id},
                                rec.vector)
                 self._remember(existing, body, rec.status, rec.vector_array())
