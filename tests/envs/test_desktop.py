@@ -18,13 +18,13 @@ import pytest
 
 from guimem.envs.desktop import TASKS, DesktopEnv, desktop_task, xdotool_key
 from guimem.envs.desktop.env import missing_parts
-from guimem.envs.desktop.observation import Node, RefTable, build_screen, open_popups, within
+from guimem.envs.desktop.observation import Node, RefTable, build_screen, open_popups, popup_owns
 from guimem.envs.desktop.session import MARKER, DesktopSession
 from guimem.errors import EnvNotReadyError, SuiteError
 from guimem.registry import default_registry
 from guimem.tasks.suites import check_suite_tasks, load_suite
 from guimem.testing import check_env
-from guimem.types import Action, ActionKind, Bounds, Observation, Role, Task
+from guimem.types import Action, ActionKind, Bounds, Observation, Role, Task, UIElement
 from tests.envs.desktop_solutions import solve
 
 _MISSING, _FIX = missing_parts()
@@ -505,7 +505,7 @@ def test_the_first_screen_does_not_depend_on_where_the_last_episode_left_the_poi
     assert any(focused for *_, focused in shown[0]), "a freshly started app has the keyboard focus"
 
 
-def test_an_open_popup_is_found_and_owns_only_the_elements_that_lie_wholly_inside_it():
+def test_an_open_popup_is_found_and_owns_its_items_not_the_button_it_hangs_over():
     nodes = [_node("1", "file chooser", "Save As", -1, ("showing", "sensitive", "modal"), [0, 0, 1096, 856]),
              _node("2", "push button", "Save", 0, bounds=[1004, 816, 86, 34]),
              _node("3", "window", "", -1, ("showing", "active"), [989, 771, 101, 66]),
@@ -513,8 +513,15 @@ def test_an_open_popup_is_found_and_owns_only_the_elements_that_lie_wholly_insid
              _node("5", "window", "", -1, ("visible",), [0, 0, 50, 50]),  # not showing: closed
              _node("6", "frame", "Untitled", -1, bounds=[0, 0, 640, 480])]  # named: an app's window, not a popup
     (popup,) = open_popups(nodes)
-    assert within(Bounds(x=989, y=804, w=101, h=29), popup)
-    assert not within(Bounds(x=1004, y=816, w=86, h=34), popup), "the list covers part of Save: not its element"
+
+    def el(role: Role, x: int, y: int, w: int, h: int) -> UIElement:
+        return UIElement(ref="1", role=role, text="x", bounds=Bounds(x=x, y=y, w=w, h=h))
+
+    assert popup_owns(popup, el(Role.MENUITEM, 989, 804, 101, 29))
+    assert popup_owns(popup, el(Role.MENUITEM, 985, 804, 110, 36)), "an item that sticks out a little is still its"
+    assert popup_owns(popup, el(Role.LISTITEM, 990, 772, 100, 30))
+    assert not popup_owns(popup, el(Role.BUTTON, 1004, 816, 86, 34)), "the list covers part of Save: not its element"
+    assert not popup_owns(popup, el(Role.BUTTON, 10, 10, 50, 20))
 
 
 @pytest.mark.desktop
@@ -536,6 +543,38 @@ def test_a_tap_on_a_button_under_an_open_combo_box_list_presses_the_button(env):
     obs = tap("Text Files", Role.COMBOBOX)
     assert open_popups(env._screen.raw), "the list of file types is open"
     assert {"Text Files", "All Files"} <= {e.text for e in obs.elements if e.role is Role.MENUITEM}
+    tap("All Files", Role.MENUITEM)
+    assert not open_popups(env._screen.raw), "a tap on the list's own item chooses it"
+    obs = tap("All Files", Role.COMBOBOX)
+    assert open_popups(env._screen.raw)
     obs = tap("Save", Role.BUTTON)
     assert obs.location != "Save As", "Save was pressed: the chooser asks to replace notes.txt or has saved"
     assert not open_popups(env._screen.raw)
+
+
+@pytest.mark.parametrize(("open_", "reads", "presses"), [
+    (1, [0], 1),  # the list closes: one press
+    (1, [1], 1),  # the press closed nothing: another would reach the dialog beneath, where Escape is Cancel
+    (2, [1, 0], 2),  # a submenu and its menu: one level a press
+    (2, [1, 1], 2),  # the second press closed nothing: no third
+])
+def test_escape_is_pressed_again_only_while_each_press_closes_a_popup(monkeypatch, open_, reads, presses):
+    from types import SimpleNamespace
+
+    import guimem.envs.desktop.env as desktop_env
+
+    def tree(popups: int) -> list[Node]:
+        return [_node("1", "file chooser", "Save As", -1, ("showing", "sensitive", "modal"), [0, 0, 1096, 856]),
+                *(_node(f"p{i}", "window", "", -1, ("showing",), [989, 771 - 40 * i, 101, 66]) for i in range(popups))]
+
+    env = DesktopEnv()
+    env._screen = SimpleNamespace(raw=tuple(tree(open_)))
+    pressed: list[tuple[str, ...]] = []
+    after = iter([tree(n) for n in reads])
+    monkeypatch.setattr(env, "_xdotool", lambda *args: pressed.append(args))
+    monkeypatch.setattr(env, "_nodes", lambda: next(after))
+    monkeypatch.setattr(time, "sleep", lambda s: None)
+    monkeypatch.setattr(desktop_env, "POPUP_CLOSE_WAIT_S", 0.0)
+    save = UIElement(ref="2", role=Role.BUTTON, text="Save", bounds=Bounds(x=1004, y=816, w=86, h=34))
+    env._close_popups_around(save)
+    assert pressed == [("key", "--clearmodifiers", "Escape")] * presses

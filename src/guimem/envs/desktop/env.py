@@ -36,7 +36,7 @@ from guimem.envs.desktop.observation import (
     action_index,
     build_screen,
     open_popups,
-    within,
+    popup_owns,
 )
 from guimem.envs.desktop.screenshot import save_screenshot
 from guimem.envs.desktop.session import INSTALL_HINT, PROGRAMS, DesktopSession, binary, read_line
@@ -48,7 +48,6 @@ from guimem.types import (
     ActionError,
     ActionErrorCode,
     ActionKind,
-    Bounds,
     Observation,
     Outcome,
     Role,
@@ -105,7 +104,9 @@ def xdotool_key(name: str) -> str | None:
 
 
 POPUP_CLOSE_TRIES = 3
-"""How many times a tap outside an open popup presses Escape (a submenu closes one level a press)."""
+"""How many times a tap outside an open popup presses Escape at most (a submenu closes one level a press)."""
+POPUP_CLOSE_WAIT_S = 1.0
+"""How long a popup may take to leave the accessibility tree after Escape."""
 FOCUS_WAIT_S = 2.0
 """How long a new window may take to give one of its elements the keyboard focus."""
 
@@ -328,16 +329,9 @@ class DesktopEnv:
 
     def _read(self, refs: RefTable) -> Screen:
         started = time.monotonic()
-        reply = self._request({"op": "tree"})
+        nodes = self._nodes()
         self._read_s = time.monotonic() - started
-        if not reply.get("ok"):
-            raise EnvError(f"the AT-SPI tree could not be read: {reply.get('error')}")
-        home = self.session.env.get("HOME", "")
-        try:
-            nodes = [Node.from_wire(raw) for raw in reply["nodes"]]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise EnvError(f"the AT-SPI bridge sent a tree guimem cannot read: {exc}") from exc
-        return build_screen(nodes, refs, self.task.app, home)
+        return build_screen(nodes, refs, self.task.app, self.session.env.get("HOME", ""))
 
     def step(self, action: Action) -> Transition:
         """Perform one action; a failed action comes back as an `ActionError` (a dead session raises `EnvError`)."""
@@ -396,7 +390,7 @@ class DesktopEnv:
             return self._error(ActionErrorCode.ENV_REJECTED, "the element is disabled", action)
         node = self._screen.nodes[el.ref]
         if el.bounds.w > 0 and el.bounds.h > 0:
-            self._close_popups_around(el.bounds)
+            self._close_popups_around(el)
             x, y = (str(int(v)) for v in el.bounds.center)
             double = el.role is Role.LISTITEM and "activate" in node.actions
             # the pause lets the app take the pointer's arrival first: the file chooser's Places ignore a
@@ -412,25 +406,41 @@ class DesktopEnv:
             return self._error(ActionErrorCode.ENV_REJECTED, str(reply.get("error", "the action failed")), action)
         return None
 
-    def _close_popups_around(self, target: Bounds) -> None:
+    def _close_popups_around(self, el: UIElement) -> None:
         """Close the open popups (a combo box's list) before a click on an element that is not theirs. A popup
         holds the pointer: a click elsewhere only closes it, and a person clicks again; a popup that covers part of
         the element (the file chooser's list of file types hangs over its Save button) takes the click itself. A
         tap is the click that reaches its element: Escape closes a popup as that first click would, without
-        choosing in it."""
+        choosing in it. Escape is pressed again only while each press closes one (a submenu closes a level a
+        press): a press that closed nothing would reach the window beneath, where Escape cancels a dialog."""
         assert self._screen is not None
-        raw = self._screen.raw
+        popups = open_popups(self._screen.raw)
+        if not popups or any(popup_owns(b, el) for b in popups):
+            return
         for _ in range(POPUP_CLOSE_TRIES):
-            popups = open_popups(raw)
-            if not popups or any(within(target, b) for b in popups):
-                break
+            before = len(popups)
             self._xdotool("key", "--clearmodifiers", "Escape")
-            time.sleep(0.1)
-            raw = self._read(RefTable(dict(self._refs.refs))).raw  # reads only: refs are handed out by observe
-        else:
-            if open_popups(raw):
-                log.warning("a popup stayed open after %d presses of Escape: the click may only close it",
-                            POPUP_CLOSE_TRIES)
+            deadline = time.monotonic() + POPUP_CLOSE_WAIT_S
+            while True:
+                time.sleep(0.1)
+                popups = open_popups(self._nodes())
+                if len(popups) < before or time.monotonic() >= deadline:
+                    break
+            if not popups:
+                return
+            if len(popups) >= before:
+                break
+        log.warning("a popup is still open after Escape: the click on %r may only close it", el.text or el.label)
+
+    def _nodes(self) -> list[Node]:
+        """Every node of the tree as it is now (no observation, no refs handed out, the step's timing untouched)."""
+        reply = self._request({"op": "tree"})
+        if not reply.get("ok"):
+            raise EnvError(f"the AT-SPI tree could not be read: {reply.get('error')}")
+        try:
+            return [Node.from_wire(raw) for raw in reply["nodes"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise EnvError(f"the AT-SPI bridge sent a tree guimem cannot read: {exc}") from exc
 
     def _type(self, el: UIElement, action: Action) -> ActionError | None:
         assert self._screen is not None
@@ -442,7 +452,7 @@ class DesktopEnv:
             if reply.get("ok"):
                 return None
         x, y = el.bounds.center
-        self._close_popups_around(el.bounds)
+        self._close_popups_around(el)
         self._xdotool("mousemove", str(int(x)), str(int(y)), "click", "1")
         self._xdotool("key", "--clearmodifiers", "ctrl+a")
         # galculator drops keys typed 30 ms apart

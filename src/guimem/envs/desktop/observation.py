@@ -229,11 +229,19 @@ def open_popups(nodes: tuple[Node, ...] | list[Node]) -> list[tuple[int, int, in
             and "showing" in n.states and n.bounds is not None and n.bounds[2] > 0 and n.bounds[3] > 0]
 
 
-def within(inner: Bounds, outer: tuple[int, int, int, int]) -> bool:
-    """Does ``inner`` lie wholly within ``outer`` (``x, y, w, h``)? An element of a popup does; an element the popup
-    only covers in part (the dialog button under a combo box's list) does not."""
-    x, y, w, h = outer
-    return x <= inner.x and y <= inner.y and inner.x + inner.w <= x + w and inner.y + inner.h <= y + h
+def popup_owns(popup: tuple[int, int, int, int], el: UIElement) -> bool:
+    """Is ``el`` one of the open ``popup``'s (``x, y, w, h``) items? Its centre lies in the popup and it is a menu
+    item or lies wholly within (2 px spared). A dialog's button the popup only covers in part (the file chooser's
+    Save button under its list of file types) is not: the popup takes a click meant for it. (A combo box's list
+    shows its items under the combo box in the tree too, so where the tree puts an item does not tell.)"""
+    x, y, w, h = popup
+    b = el.bounds
+    cx, cy = b.center
+    if not (x <= cx < x + w and y <= cy < y + h):
+        return False
+    spare = 2
+    return el.role is Role.MENUITEM or (x - spare <= b.x and y - spare <= b.y and b.x + b.w <= x + w + spare
+                                         and b.y + b.h <= y + h + spare)
 
 
 def action_index(node: Node) -> int | None:
