@@ -98,3 +98,16 @@ def test_a_value_the_goal_asked_for_never_binds_to_a_same_named_value_this_goal_
     assert acts_here(learned_here, COPY, obs), "what the task itself learned still binds by name"
     apart = Task(id="api", app="mousepad", goal="Do it.", params={"text": "ship it"})
     assert binding(["text"], program.roles, apart) == {"text": "text"}, "a goal that shows no value: by name"
+
+
+def test_a_verb_the_task_asks_for_binds_by_name_though_its_goal_never_says_the_word():
+    """email-inbox-nl-turk's goal "Mark Taffy's email important." shows `by` but not its `task` ("star"): the star
+    near the sender, learned on email-inbox-important where the goal says "star", is what it asks for. Refusing
+    it (as a save-a-copy task's document content is refused) lost the stack its transfer to nl-turk on
+    `families`."""
+    important = Task(id="email-inbox-important", app="miniwob", params={"by": "Livia", "task": "star"},
+                     goal="Find the email by Livia and click the star icon to mark it as important.")
+    turk = Task(id="email-inbox-nl-turk", app="miniwob", params={"by": "Taffy", "task": "star"},
+                goal="Mark Taffy's email important.")
+    assert binding(["task", "by"], goal_roles(important), turk) == {"task": "task", "by": "by"}
+    assert binding(["text"], {"text": "txt|and"}, COPY) == {}, "a phrase the goal does not show stays refused"

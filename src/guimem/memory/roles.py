@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
-from guimem.memory.generalise import task_values
+from guimem.memory.generalise import VERBS, task_values
 from guimem.types import Action, InjectedItem, Task
 
 _WORD = re.compile(r"[a-z]+")
@@ -59,14 +59,16 @@ def binding(names: Iterable[str], roles: dict[str, str], task: Task) -> dict[str
     goal shows its values, it binds by name only to one of them. A parameter such a goal leaves out is the
     task's setup (a file's content, not text to type): "type {text}; Save", learned where the goal said the
     text, must not type a document's own content back and save it where the goal asks for a copy under
-    another name. (A goal that shows none of its values, such as one given apart from them, binds by name.)"""
+    another name. (A goal that shows none of its values, such as one given apart from them, binds by name; so does
+    a value that is a verb of the lexicon, what the task asks to do whether or not its goal says the word: "Mark
+    Taffy's email important." asks for the ``star`` its extractor gives.)"""
     wanted = sorted(set(names))
     out = {n: n for n in wanted if n in task.params}
     shown: dict[str, str] | None = None
     if any(n in roles for n in out):
         shown = goal_roles(task)
         if any(p in shown for p in task.params):
-            out = {n: p for n, p in out.items() if n not in roles or n in shown}
+            out = {n: p for n, p in out.items() if n not in roles or n in shown or _asks(task, p)}
     if len(out) == len(wanted):
         return out  # every name is the task's own: no role to read (the common case, on the recall path)
     shown = goal_roles(task) if shown is None else shown
@@ -79,6 +81,11 @@ def binding(names: Iterable[str], roles: dict[str, str], task: Task) -> dict[str
             continue
         out[name] = next(p for p, r in here.items() if r == role)
     return out
+
+
+def _asks(task: Task, name: str) -> bool:
+    """Is ``task``'s parameter ``name`` a verb of the lexicon (`generalise.VERBS`): what the task asks to do?"""
+    return task.params[name].strip().casefold() in VERBS
 
 
 def bound_args(names: Iterable[str], roles: dict[str, str], task: Task) -> dict[str, str]:
