@@ -40,6 +40,14 @@ from __future__ import annotations
 from typing import ClassVar
 
 
+def _rebuilt(cls: type[GuimemError], args: tuple[object, ...], state: dict[str, object]) -> GuimemError:
+    """An error as `GuimemError.__reduce__` sent it (its own ``__init__`` not called again)."""
+    err = cls.__new__(cls)
+    Exception.__init__(err, *args)
+    err.__dict__.update(state)
+    return err
+
+
 class GuimemError(Exception):
     """Base of every guimem exception.
 
@@ -59,6 +67,12 @@ class GuimemError(Exception):
         self.message = message
         self.suggestion = suggestion
         super().__init__(message if suggestion is None else f"{message} ({suggestion})")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickle as it is, whatever the subclass's ``__init__`` takes: a worker process sends its error to the
+        evaluation that way (``NotFoundError("item", id)`` re-made from its message alone failed, and the
+        worker pool's result thread died with it, leaving the run waiting for ever)."""
+        return (_rebuilt, (type(self), self.args, dict(self.__dict__)))
 
 
 class ConfigError(GuimemError):

@@ -94,8 +94,26 @@ def _init_worker(spec_json: str, run_path: str, settings_json: str, store_url: s
 
 def _work(job: EpisodeJob) -> tuple[str, str]:
     assert _BENCH is not None
-    result, traj = _BENCH.run(job, fresh_memory=True)
+    try:
+        result, traj = _BENCH.run(job, fresh_memory=True)
+    except Exception as exc:
+        raise sendable(exc) from None
     return result.model_dump_json(), traj.model_dump_json()
+
+
+def sendable(exc: BaseException) -> BaseException:
+    """``exc`` if the evaluation can re-make it from a pickle, else a `RuntimeError` that names it and carries its
+    traceback. The pool re-makes a worker's error in its result thread: an error that cannot be re-made there
+    kills that thread, and the run then waits for ever for the episode."""
+    import pickle
+    import traceback
+
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:  # any failure to re-make it is the reason to replace it
+        where = "".join(traceback.format_exception(exc)).strip()
+        return RuntimeError(f"a worker failed with {type(exc).__name__}: {exc}\n{where}")
 
 
 class ProcessExecutor:
