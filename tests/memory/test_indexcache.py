@@ -319,3 +319,25 @@ def test_a_write_made_while_a_first_open_reads_is_not_claimed_by_its_cache(kit, 
     assert again.lifecycle._buckets is not None
     live = sum(len(v) for v in again.lifecycle._buckets.values())
     assert live == sum(1 for _, st in steer.items().values() if st.value in ("admitted", "candidate", "trial"))
+
+
+def test_a_new_store_at_a_deleted_store_s_path_does_not_take_its_cache(kit, tmp_path):
+    """A run directory deleted and run again holds a new store at the same path, written alike up to the same
+    count: the old store's cache named items the new one does not hold, and every worker of the next round
+    raised NotFoundError (two desktop evaluations re-run into the same --out)."""
+    from guimem.storage.sqlite import SQLiteStore
+
+    kit = _cached(kit, tmp_path)
+    path = Path(kit.store.url)
+    _learned(kit)
+    old = IndexCache(kit).stamp()
+    kit.store.close()
+    for leftover in path.parent.glob(path.name + "*"):
+        leftover.unlink()
+    kit = dataclasses.replace(kit, store=SQLiteStore(path))
+    second = _learned(kit)
+    assert IndexCache(kit).stamp() != old, "written alike, but another store"
+    expected = _view(second)
+    again = GraphMemory(kit, SETTINGS)
+    assert _view(again) == expected
+    kit.store.close()

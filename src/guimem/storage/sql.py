@@ -135,11 +135,13 @@ class SQLReads(ABC):
         return int(top or 0) + 1
 
     def revision(self, namespace: str) -> str:
-        """A marker that changes whenever an item of ``namespace`` is written (versions written, last
-        write): what a derived cache (a vector index file) is checked against."""
-        rows = self._all(f"SELECT count(*), coalesce(max({self.first_order}), 0) FROM items WHERE namespace = ?",
-                         (namespace,))
-        return f"{int(rows[0][0])}:{int(rows[0][1])}"
+        """A marker that changes whenever an item of ``namespace`` is written (versions written, last write),
+        and differs between two stores written alike (when the namespace was first written): what a derived cache
+        (a vector index file) is checked against. A store deleted and made again at the same path is another
+        store, and the cache of the first names items the second does not hold."""
+        rows = self._all(f"SELECT count(*), coalesce(max({self.first_order}), 0), coalesce(min(created_at), 0) "
+                         "FROM items WHERE namespace = ?", (namespace,))
+        return f"{int(rows[0][0])}:{int(rows[0][1])}:{float(rows[0][2])!r}"
 
     def position(self, namespace: str) -> int:
         """Where the namespace's writes have reached (a marker that only grows: the last write's sequence)."""
