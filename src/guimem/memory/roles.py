@@ -24,6 +24,11 @@ MAX_NAME = 64
 MAX_ROLES = 64  # what `Behaviour.roles` holds at most
 
 
+def _whole_word(word: str, goal: str) -> re.Match[str] | None:
+    """Where ``word`` first stands in ``goal`` as a whole word (None for an empty word or none)."""
+    return re.search(rf"(?<!\w){re.escape(word)}(?!\w)", goal) if word else None
+
+
 def goal_roles(task: Task) -> dict[str, str]:
     """Each of the task's values (its parameters and quoted goal substrings) → its role where it first
     stands in the goal as a whole word: the nearest word before it that is not a filler and the word right
@@ -31,8 +36,7 @@ def goal_roles(task: Task) -> dict[str, str]:
     goal = task.goal.casefold()
     out: dict[str, str] = {}
     for name, value in task_values(task).items():
-        word = value.strip().casefold()
-        found = re.search(rf"(?<!\w){re.escape(word)}(?!\w)", goal) if word else None
+        found = _whole_word(value.strip().casefold(), goal)
         if found is None:
             continue
         before = [w for w in _WORD.findall(goal[max(0, found.start() - 60):found.start()]) if w not in _FILLER]
@@ -100,8 +104,7 @@ def bound_args(names: Iterable[str], roles: dict[str, str], task: Task) -> dict[
 def shown_names(task: Task) -> set[str]:
     """The names of ``task``'s values (its parameters and quoted substrings) that its goal shows as whole words."""
     goal = task.goal.casefold()
-    return {name for name, value in task_values(task).items() if (word := value.strip().casefold())
-            and re.search(rf"(?<!\w){re.escape(word)}(?!\w)", goal)}
+    return {name for name, value in task_values(task).items() if _whole_word(value.strip().casefold(), goal)}
 
 
 def unplaced(placed: Iterable[str], task: Task) -> int:
