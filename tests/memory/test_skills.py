@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from guimem.agents.base import Decision
+from guimem.harness.episode import run_episode
 from guimem.memory.base import RecallQuery
 from guimem.memory.program import SkillProgram, execute
 from guimem.memory.ranking import mmr
@@ -11,7 +13,7 @@ from guimem.memory.skills.library import SkillMemory
 from guimem.memory.skills.verify import verify
 from guimem.testing import FormEnv
 from guimem.types import Action, ActionErrorCode, ActionKind, ItemKind, Role, Selector, Task
-from tests.memory.conftest import LOGIN, PASS, USER, episode
+from tests.memory.conftest import LOGIN, PASS, USER, ScriptPolicy, episode
 
 
 def test_windows_of_two_to_five_actions_from_successes_only():
@@ -121,6 +123,49 @@ def test_leave_one_task_out_hides_a_merged_skill_from_every_task_that_contribute
     assert shown("form-a") == () and shown("form-b") == ()
     assert shown("form-c")
 
+
+
+class _RunsSkill:
+    """Runs one recalled skill, then performs ``then`` itself (`ScriptPolicy` steps)."""
+
+    name = "runs-skill"
+
+    def __init__(self, skill, then=()):
+        self.skill, self.then = skill, ScriptPolicy(then)
+
+    def reset(self, task):
+        self.ran = False
+        self.then.reset(task)
+
+    def act(self, inp):
+        if not self.ran:
+            self.ran = True
+            return Decision(action=Action(kind=ActionKind.RUN_SKILL, skill=self.skill))
+        return self.then.act(inp)
+
+
+def test_a_task_that_only_ran_another_tasks_skill_is_not_a_source_of_it_but_its_own_steps_are(kit):
+    mem = SkillMemory(kit, SkillSettings(exclude_source_task=True, k=4), env_factory=FormEnv)
+    mem.learn(episode([USER, PASS, LOGIN], seed=1, task_id="form-a"))
+    mem.end_round()
+
+    def shown(task_id):
+        env = FormEnv()
+        obs = env.reset(Task(id=task_id, goal="", app="form", seed=9))
+        return {len(i.behaviour.actions): i for i in mem.recall(RecallQuery(task=env.task, observation=obs)).items}
+
+    whole, typing = shown("form-b")[3], shown("form-b")[2]
+    for task_id, policy in (("form-b", _RunsSkill(whole.name)), ("form-c", _RunsSkill(typing.name, [LOGIN]))):
+        traj = run_episode(FormEnv(), policy, Task(id=task_id, goal="", app="form", seed=2, max_steps=6),
+                           memory=mem, skill_runner=mem.run_skill)
+        assert traj.outcome.success
+        mem.learn(traj)
+    mem.end_round()
+    # form-b's episode only replayed form-a's routine: nothing in it is form-b's own, so leave-one-task-out
+    # still shows form-b what form-a taught (it would otherwise hide a routine for having worked)
+    assert {n: i.id for n, i in shown("form-b").items()} == {3: whole.id, 2: typing.id}
+    # form-c typed the routine's values by the skill and tapped Login itself: the three steps are its own too
+    assert set(shown("form-c")) == {2}
 
 def test_a_window_from_the_middle_of_an_episode_starts_only_where_the_steps_before_it_left_their_mark():
     from guimem.memory.program import can_start

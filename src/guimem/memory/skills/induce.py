@@ -25,7 +25,7 @@ from guimem.memory.program import SkillProgram, finds
 from guimem.memory.roles import roles_of, unplaced
 from guimem.memory.settings import WINDOW_LENGTHS
 from guimem.memory.skills.unused import unused_steps
-from guimem.types import Action, Observation, Task, Trajectory, mask_text
+from guimem.types import Action, ActionKind, Observation, Task, Trajectory, mask_text
 
 _SLUG = re.compile(r"[^a-z0-9]+")
 
@@ -79,18 +79,25 @@ def _present(steps: tuple[Action, ...], start: Observation, task: Task) -> tuple
 def induce(traj: Trajectory, lengths: tuple[int, ...] = WINDOW_LENGTHS) -> list[Candidate]:
     """Every window of a *successful* trajectory's direct path (its detours cut, and the steps whose effect the
     rest of the path never used, `unused_steps`; windows with a failed action or with a step that idly repeats the
-    one before it, `idle_repeats`, are skipped)."""
+    one before it, `idle_repeats`, are skipped).
+
+    A window whose every action one ``run_skill`` call performed is skipped too: it replays a routine memory
+    already holds (the run was logged as a use), so it is no demonstration of the episode's task. Counted as
+    one, a task that ran another task's routine would become its source, and leave-one-task-out would hide
+    the routine from the task for having worked there."""
     if not traj.outcome.success:
         return []
     performed = direct_path(performed_actions(traj), traj.task)
     unused = unused_steps(performed)
     performed = [p for i, p in enumerate(performed) if i not in unused]
     idle = idle_repeats(performed, traj.task)
+    ran = {s.index for s in traj.steps if s.action.kind is ActionKind.RUN_SKILL}
     out: list[Candidate] = []
     for length in lengths:
         for start in range(0, len(performed) - length + 1):
             window = performed[start:start + length]
-            if any(p.failed for p in window) or any(start <= i < start + length for i in idle):
+            if any(p.failed for p in window) or any(start <= i < start + length for i in idle) \
+                    or (window[0].step in ran and all(p.step == window[0].step for p in window)):
                 continue
             steps = tuple(generalise_action(p.action, traj.task) for p in window)
             ends = start + length == len(performed)
