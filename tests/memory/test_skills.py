@@ -5,12 +5,14 @@ import numpy as np
 from guimem.agents.base import Decision
 from guimem.harness.episode import run_episode
 from guimem.memory.base import RecallQuery
+from guimem.memory.kit import MemoryKit
 from guimem.memory.program import SkillProgram, execute
 from guimem.memory.ranking import mmr
 from guimem.memory.settings import SkillSettings
 from guimem.memory.skills.induce import induce
 from guimem.memory.skills.library import SkillMemory
 from guimem.memory.skills.verify import verify
+from guimem.storage.sqlite import SQLiteStore
 from guimem.testing import FormEnv
 from guimem.types import Action, ActionErrorCode, ActionKind, ItemKind, Role, Selector, Task
 from tests.memory.conftest import LOGIN, PASS, USER, ScriptPolicy, episode
@@ -229,3 +231,27 @@ def test_a_program_also_seen_as_a_step_on_the_way_loses_its_finishing_guard_when
     assert merged_program(ends, ends.model_copy(update={"unplaced": None})).unplaced is None
     stored = SkillProgram.model_validate(ends.model_dump(exclude={"unplaced"}))  # kept before the count was
     assert stored.unplaced is None
+
+
+def test_a_replayed_window_is_told_by_position_and_is_learned_where_the_routine_is_not_held(kit, tmp_path):
+    mem = SkillMemory(kit, SkillSettings(k=4), env_factory=FormEnv)
+    mem.learn(episode([USER, PASS, LOGIN], seed=1, task_id="form-a"))
+    mem.end_round()
+    env = FormEnv()
+    obs = env.reset(Task(id="form-b", goal="", app="form", seed=9))
+    typing = next(i for i in mem.recall(RecallQuery(task=env.task, observation=obs)).items
+                  if len(i.behaviour.actions) == 2)
+    ran = run_episode(FormEnv(), _RunsSkill(typing.name, [LOGIN]), Task(id="form-b", goal="", app="form", seed=2),
+                      memory=mem, skill_runner=mem.run_skill)
+    assert [c.replay for c in induce(ran)] == [True, False, False]  # (user, password) | (password, Login) | all
+    # a trajectory's indices are what its writer sent: equal indices do not make the agent's own tap a replay
+    hostile = ran.model_copy(update={"steps": [s.model_copy(update={"index": 0}) for s in ran.steps]})
+    assert [c.replay for c in induce(hostile)] == [True, False, False]
+    # learned into a memory that never held the routine, the run is its first demonstration there
+    store = SQLiteStore(tmp_path / "other.sqlite")
+    other = SkillMemory(MemoryKit(store=store, embedder=kit.embedder, counter=kit.counter, namespace="o"),
+                        SkillSettings(), env_factory=FormEnv)
+    other.learn(ran)
+    other.end_round()
+    assert other.stats() == {"verified": 3}
+    store.close()

@@ -307,6 +307,9 @@ class Performed:
     before: Observation
     after: Observation
     failed: bool
+    run: int | None = None
+    """The position in the trajectory of the ``run_skill`` call that performed it (None: the agent's own action).
+    A position, not the step's ``index``: a stored trajectory's indices are whatever its writer sent."""
 
 
 def presupposed_fields(window: Sequence[Performed], task: Task) -> dict[str, str]:
@@ -336,7 +339,7 @@ def performed_actions(traj: Trajectory) -> list[Performed]:
     obs_after = [s.observation for s in traj.steps[1:]] + [traj.final_observation or traj.steps[-1].observation] \
         if traj.steps else []
     out: list[Performed] = []
-    for step, after in zip(traj.steps, obs_after, strict=True):
+    for position, (step, after) in enumerate(zip(traj.steps, obs_after, strict=True)):
         skill = step.action.kind is ActionKind.RUN_SKILL
         actions: tuple[Action, ...] = step.performed if skill else (step.action,)
         refused = step.error is not None and not (skill and step.error.code is ActionErrorCode.SKILL_FAILED)
@@ -344,7 +347,8 @@ def performed_actions(traj: Trajectory) -> list[Performed]:
             if a.kind in TARGETED_KINDS and a.selector is None:
                 continue
             if a.is_ui and a.kind is not ActionKind.RUN_SKILL:
-                out.append(Performed(step.index, a, step.observation, after, refused and i == len(actions) - 1))
+                out.append(Performed(step.index, a, step.observation, after, refused and i == len(actions) - 1,
+                                     position if skill else None))
     return out
 
 

@@ -170,7 +170,7 @@ class StackProposer:
         return {"origin": origin, "page": list(effect_lines(effect))}
 
     def _skills(self, traj: Trajectory, round_index: int) -> list[KnowledgeItem]:
-        windows = induce(traj)
+        windows = [w for w in induce(traj) if not w.replay]  # a run of one of its own skills teaches nothing new
         if not windows or self.env_factory is None:
             return []
         longest = max(len(w.program.steps) for w in windows)

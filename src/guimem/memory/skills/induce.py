@@ -25,7 +25,7 @@ from guimem.memory.program import SkillProgram, finds
 from guimem.memory.roles import roles_of, unplaced
 from guimem.memory.settings import WINDOW_LENGTHS
 from guimem.memory.skills.unused import unused_steps
-from guimem.types import Action, ActionKind, Observation, Task, Trajectory, mask_text
+from guimem.types import Action, Observation, Task, Trajectory, mask_text
 
 _SLUG = re.compile(r"[^a-z0-9]+")
 
@@ -50,6 +50,8 @@ class Candidate(BaseModel):
     description: str
     program: SkillProgram
     source: SkillSource
+    replay: bool = False
+    """Every step of it was performed by one ``run_skill`` call (see `induce`)."""
 
 
 def _slug(actions: tuple[Action, ...]) -> str:
@@ -81,23 +83,21 @@ def induce(traj: Trajectory, lengths: tuple[int, ...] = WINDOW_LENGTHS) -> list[
     rest of the path never used, `unused_steps`; windows with a failed action or with a step that idly repeats the
     one before it, `idle_repeats`, are skipped).
 
-    A window whose every action one ``run_skill`` call performed is skipped too: it replays a routine memory
-    already holds (the run was logged as a use), so it is no demonstration of the episode's task. Counted as
-    one, a task that ran another task's routine would become its source, and leave-one-task-out would hide
-    the routine from the task for having worked there."""
+    A window whose every action one ``run_skill`` call performed is marked `Candidate.replay`: it replays a
+    routine memory held (the run was logged as a use), so where that memory still holds it, it is no
+    demonstration of the episode's task. Counted as one, a task that ran another task's routine would become
+    its source, and leave-one-task-out would hide the routine from the task for having worked there."""
     if not traj.outcome.success:
         return []
     performed = direct_path(performed_actions(traj), traj.task)
     unused = unused_steps(performed)
     performed = [p for i, p in enumerate(performed) if i not in unused]
     idle = idle_repeats(performed, traj.task)
-    ran = {s.index for s in traj.steps if s.action.kind is ActionKind.RUN_SKILL}
     out: list[Candidate] = []
     for length in lengths:
         for start in range(0, len(performed) - length + 1):
             window = performed[start:start + length]
-            if any(p.failed for p in window) or any(start <= i < start + length for i in idle) \
-                    or (window[0].step in ran and all(p.step == window[0].step for p in window)):
+            if any(p.failed for p in window) or any(start <= i < start + length for i in idle):
                 continue
             steps = tuple(generalise_action(p.action, traj.task) for p in window)
             ends = start + length == len(performed)
@@ -116,6 +116,7 @@ def induce(traj: Trajectory, lengths: tuple[int, ...] = WINDOW_LENGTHS) -> list[
                 expected_state=state_text(window[-1].after, traj.task),
                 ends_episode=ends,
             )
+            replay = window[0].run is not None and all(p.run == window[0].run for p in window)
             out.append(Candidate(key=key, name=f"{_slug(steps)}_{digest}", description=describe(program, traj,
-                                 window[0]), program=program, source=source))
+                                 window[0]), program=program, source=source, replay=replay))
     return out

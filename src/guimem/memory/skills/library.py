@@ -244,6 +244,8 @@ class SkillMemory(StoredRounds):
         report = LearnReport()
         for cand in induce(trajectory, self.settings.lengths):
             existing = self._by_key.get(cand.key)
+            if existing is not None and cand.replay:
+                continue  # a run of a routine held here: logged as a use, not a new source (`induce`)
             if existing is not None:
                 rec, body = self.view.record(existing)
                 tasks = body.tasks if body.learned_from(trajectory.task.id) else (*body.tasks, trajectory.task.id)
