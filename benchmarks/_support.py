@@ -1,12 +1,27 @@
-"""Fill a service's memory with admitted knowledge learned from scripted form episodes."""
+"""Shared by the benchmarks: the processor's name, and a service's memory filled with admitted knowledge
+learned from scripted form episodes."""
 
 from __future__ import annotations
+
+import platform
+from pathlib import Path
 
 from guimem.agents.base import Decision
 from guimem.harness.episode import run_episode
 from guimem.service.core import MemoryService
 from guimem.testing import FormEnv
 from guimem.types import Action, ActionKind, Role, Selector, Task
+
+
+def cpu_model() -> str:
+    """The processor's model name (``/proc/cpuinfo``), else the platform's."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 class _Fill:

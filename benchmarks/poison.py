@@ -27,6 +27,8 @@ import platform
 import time
 from pathlib import Path
 
+from _support import cpu_model  # type: ignore[import-not-found]
+
 from guimem.cli.evaluate import terminate_as_interrupt
 from guimem.envs.attacks import attack_for
 from guimem.harness.attack_rate import AttackTally, tally, verdicts
@@ -37,17 +39,6 @@ from guimem.settings import GuimemSettings
 from guimem.tasks import Suite, load_suite
 
 SETTINGS = "all,none,no-quote,no-quarantine,no-untrusted-imports"
-
-
-def cpu_model() -> str:
-    """The processor's model name (``/proc/cpuinfo``), else the platform's."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def subset(suite: Suite, entries: int | None, pages: str = "", max_steps: int | None = None) -> Suite:

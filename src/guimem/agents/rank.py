@@ -8,23 +8,23 @@ editable, press enter in a filled field, run a skill memory names), writes each 
 goal, memory's injection **text**, the screen and the steps so far. Nothing structured from memory
 reaches it, so the difference memory makes here is the difference its words make to a model.
 
-Scoring: the prompt is evaluated once per step; each candidate continuation is then evaluated from
-that cached prefix, and its score is the mean log-probability of its tokens (length-normalised, so
-long actions are not penalised for their length). Deterministic: ties go to the first candidate.
+Scoring: the prompt is evaluated once per step (only what differs from the last step's prompt); the
+candidate continuations are then decoded together as a token trie after it (`ContinuationScorer`), and
+each one's score is the mean log-probability of its tokens (length-normalised, so long actions are not
+penalised for their length). Deterministic: ties go to the first candidate.
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
-from numpy.typing import NDArray
 
 from guimem.agents.base import Decision, PolicyInput
 from guimem.agents.explorer import candidate_actions
 from guimem.errors import ConfigError, MissingDependencyError
 from guimem.llm.runtime import checked_runtime
+from guimem.llm.scoring import ContinuationScorer
 from guimem.settings import GuimemSettings
 from guimem.types import Action, ActionKind, ItemKind, Observation, Selector
 
@@ -74,8 +74,10 @@ class RankPolicy:
         # a llama.cpp built for another processor dies of SIGILL in-process: decode once in a child first
         self.runtime = checked_runtime(path.resolve())
         self.model_path = path
-        self.llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
-                         logits_all=True, verbose=False, seed=0)
+        # the Llama holds the weights and the vocabulary; scoring runs on the scorer's own context
+        self.llm = Llama(model_path=str(path), n_ctx=64, n_threads=threads, n_threads_batch=threads,
+                         verbose=False, seed=0)
+        self.scorer = ContinuationScorer(self.llm, n_ctx, threads)
         self.n_ctx = n_ctx
         self.steps_scored = 0
 
@@ -114,20 +116,7 @@ class RankPolicy:
 
     def scores(self, prompt: str, options: list[str]) -> list[float]:
         """Mean log-probability of each option's tokens after ``prompt`` (the prompt is evaluated once)."""
-        head = self._tokens(prompt, special=True)
-        tails = [self._tokens(" " + o) for o in options]
-        self.llm.reset()  # type: ignore[no-untyped-call]
-        self.llm.eval(head)
-        out = []
-        for tail in tails:
-            self.llm.n_tokens = len(head)  # rewind to the cached prompt; eval drops the rest of the cache
-            self.llm.eval(tail)
-            rows: NDArray[np.float32] = self.llm.scores[len(head) - 1: len(head) - 1 + len(tail), :]
-            top = rows.max(axis=1, keepdims=True)
-            logz = top[:, 0] + np.log(np.exp(rows - top).sum(axis=1))
-            picked = rows[np.arange(len(tail)), tail]
-            out.append(float(np.mean(picked - logz)) if tail else -math.inf)
-        return out
+        return self.scorer.mean_logprobs(self._tokens(prompt, special=True), [self._tokens(" " + o) for o in options])
 
     def act(self, inp: PolicyInput) -> Decision:
         """Score every candidate action and take the most likely."""
