@@ -200,3 +200,24 @@ def test_a_procedure_whose_values_do_not_all_bind_is_not_offered_even_where_a_cl
         Action(kind=ActionKind.TAP, selector=Selector(role=Role.BUTTON, text="Login"))))
     assert acts_here(login, task, obs)
     assert not acts_here(login, task.model_copy(update={"params": {}}), obs), "it would only press Login"
+
+
+def test_a_detour_is_told_by_its_position_not_by_the_indices_or_the_episode_id_a_trajectory_states():
+    from guimem.memory.generalise import performed_actions
+    from guimem.memory.subgoals import OfflineAnnotator, Segment
+
+    honest = _walk("email-inbox-forward-501-inbox", "email-inbox-forward-501-email", "login-user-501",
+                   "email-inbox-forward-501-email", "email-inbox-forward-501-inbox")
+    # a hostile writer: every step says index 0, and the detour's tap is the same as the path's last one
+    steps = [s.model_copy(update={"index": 0}) for s in honest.steps]
+    steps[1] = steps[1].model_copy(update={"action": steps[3].action})
+    hostile = honest.model_copy(update={"steps": tuple(steps)})
+    away = performed_actions(hostile)[1]
+    assert OfflineAnnotator().annotate(Segment((away,)), hostile, is_last=False).success == "uncertain"
+    # another trajectory under the same episode id, annotated first by the same annotator, says nothing here
+    straight = _walk("email-inbox-forward-501-inbox", "email-inbox-forward-501-email", "login-user-501")
+    straight = straight.model_copy(update={"episode_id": honest.episode_id, "steps": (
+        straight.steps[0], straight.steps[1].model_copy(update={"action": honest.steps[1].action}))})
+    annotator = OfflineAnnotator()
+    assert annotator.annotate(Segment((performed_actions(straight)[1],)), straight, is_last=True).success == "yes"
+    assert annotator.annotate(Segment((performed_actions(honest)[1],)), honest, is_last=False).success == "uncertain"

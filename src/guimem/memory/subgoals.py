@@ -182,13 +182,14 @@ class OfflineAnnotator:
     """
 
     def __init__(self) -> None:
-        self._path: tuple[str, set[tuple[int, str]]] | None = None  # the last episode's direct path
+        self._path: tuple[Trajectory, set[int | None]] | None = None  # the last trajectory's direct path
 
     def _held(self, segment: Segment, traj: Trajectory) -> bool:
-        if self._path is None or self._path[0] != traj.episode_id:
-            path = direct_path(performed_actions(traj), traj.task)
-            self._path = (traj.episode_id, {(p.step, p.action.model_dump_json()) for p in path})
-        return all((p.step, p.action.model_dump_json()) in self._path[1] for p in segment.actions)
+        # by position in the performed actions, cached for this very trajectory: its step indices and
+        # episode id are whatever its writer sent, and two of its actions may be equal
+        if self._path is None or self._path[0] is not traj:
+            self._path = (traj, {p.at for p in direct_path(performed_actions(traj), traj.task)})
+        return all(p.at is not None and p.at in self._path[1] for p in segment.actions)
 
     def annotate(self, segment: Segment, traj: Trajectory, is_last: bool) -> Annotation:
         """Annotate deterministically."""
