@@ -119,6 +119,25 @@ def test_leave_one_task_out_hides_an_edge_that_another_task_also_contributed(kit
     assert shown("form-c"), "a third task still gets it"
 
 
+def test_a_task_that_follows_another_task_s_edge_where_memory_showed_it_is_not_made_its_source(kit):
+    g = GraphMemory(kit, GraphSettings(tau=0.95, exclude_source_task=True))
+    g.learn(episode([USER, PASS, LOGIN], seed=1, task_id="form-a"))
+    g.end_round()
+    followed = episode([USER, PASS, LOGIN], seed=2, task_id="form-b", memory=g, round_index=1)
+    assert any(item.success for s in followed.steps for item in s.injection.items), "form-a's edges were shown"
+    g.learn(followed)
+    g.learn(episode([USER, PASS, LOGIN], seed=3, task_id="form-c", round_index=1))  # found alone: a source
+    g.end_round()
+
+    def shown(task_id):
+        env = FormEnv()
+        obs = env.reset(Task(id=task_id, goal="", app="form", seed=9))
+        return [i for i in g.recall(RecallQuery(task=env.task, observation=obs)).items if i.success]
+
+    assert shown("form-b"), "following memory is a use: what transferred is not withdrawn for having worked"
+    assert shown("form-c") == [], "a task that did the same without being shown it is a source, and it is hidden"
+
+
 def test_an_edge_learned_on_a_document_holding_the_task_s_text_advises_only_where_the_document_holds_it_too():
     """A "File; Save As" edge learned while saving a copy of a document that held the task's text is no step for a
     task that has yet to write its text (issue #35, transfer only: graph saved mousepad-edit-save's untouched

@@ -312,6 +312,8 @@ class Performed:
     A position, not the step's ``index``: a stored trajectory's indices are whatever its writer sent."""
     at: int | None = None
     """Its position in `performed_actions`' list (None: built by hand): what tells two equal actions apart."""
+    position: int | None = None
+    """The position in the trajectory of the step that performed it (None: built by hand)."""
 
 
 def presupposed_fields(window: Sequence[Performed], task: Task) -> dict[str, str]:
@@ -350,7 +352,7 @@ def performed_actions(traj: Trajectory) -> list[Performed]:
                 continue
             if a.is_ui and a.kind is not ActionKind.RUN_SKILL:
                 out.append(Performed(step.index, a, step.observation, after, refused and i == len(actions) - 1,
-                                     position if skill else None, len(out)))
+                                     position if skill else None, len(out), position))
     return out
 
 

@@ -35,6 +35,7 @@ from guimem.memory.subgoals import (
     OfflineSegmenter,
     Segmenter,
     effect_lines,
+    shown_at,
 )
 from guimem.memory.table import EventType, ItemTable
 from guimem.memory.view import ItemView
@@ -277,7 +278,8 @@ class GraphMemory(StoredRounds):
                 target = self._node_for(seg.after, trajectory.task, self.kit.embed_state(seg.after, trajectory.task))
                 dup = self._duplicate_of(source, target, ann)
                 if dup is not None:
-                    self._add_source_task(dup, trajectory.task.id)
+                    if dup not in shown_at(seg, trajectory):  # followed where memory showed it: a use, no source
+                        self._add_source_task(dup, trajectory.task.id)
                     report.dropped += 1
                     continue
                 body = EdgeBody(source=source, target=target, text=ann.text, effect=ann.effect,
@@ -293,7 +295,9 @@ class GraphMemory(StoredRounds):
 
     def _add_source_task(self, edge_id: str, task_id: str) -> None:
         """A duplicate from another task is dropped, but its task is kept as a source of the edge it
-        duplicates, so leave-one-task-out still hides the edge from that task."""
+        duplicates, so leave-one-task-out still hides the edge from that task. Not when the task did it where
+        memory showed that edge: it followed memory (a use), and hiding the edge from it then would withdraw
+        memory that transferred for having worked."""
         body = self._edge(edge_id)
         if body.learned_from(task_id):
             return

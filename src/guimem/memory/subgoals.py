@@ -55,6 +55,12 @@ class Segment:
         return self.actions[-1].after
 
 
+def shown_at(segment: Segment, traj: Trajectory) -> set[str]:
+    """The ids of the items memory showed at the steps that performed ``segment`` (by their position)."""
+    steps = {p.position for p in segment.actions if p.position is not None and 0 <= p.position < len(traj.steps)}
+    return {item.id for at in steps for item in traj.steps[at].injection.items}
+
+
 class Segmenter(Protocol):
     """Cuts a trajectory into segments."""
 
