@@ -10,6 +10,7 @@ cache between calls: a prompt that starts like the previous one decodes only wha
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,6 +64,7 @@ class ContinuationScorer:
         import llama_cpp
 
         self._lib = llama_cpp
+        self._model = model  # held: the weights must outlive this context
         self.n_vocab = int(llama_cpp.llama_n_vocab(llama_cpp.llama_model_get_vocab(model.model)))
         self.n_ctx = n_ctx
         self.max_seqs = min(MAX_SEQUENCES, int(llama_cpp.llama_max_parallel_sequences()))
@@ -94,7 +96,8 @@ class ContinuationScorer:
         self._lib.llama_memory_clear(self._mem, True)
 
     def __del__(self) -> None:
-        self.close()
+        with contextlib.suppress(AttributeError, TypeError):  # at interpreter exit the binding may be gone first
+            self.close()
 
     def mean_logprobs(self, head: list[int], tails: list[list[int]]) -> list[float]:
         """The mean log-probability of each tail's tokens after ``head`` (``-inf`` for an empty tail).
