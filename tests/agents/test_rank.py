@@ -73,6 +73,44 @@ def test_scores_decoded_as_a_trie_equal_a_full_evaluation_and_do_not_depend_on_t
     assert got["alone"][0] == got["alone"][1]
 
 
+def _edge_cases_on_a_small_context() -> dict[str, object]:
+    from llama_cpp import Llama
+
+    from guimem.agents.rank import RankPolicy
+    from guimem.errors import ModelRuntimeError
+
+    policy = RankPolicy(smollm2_gguf(), n_ctx=128)
+    reference = Llama(model_path=str(smollm2_gguf()), n_ctx=256, n_threads=2, logits_all=True, verbose=False)
+    first = "Goal: open the inbox and reply to Ann.\nScreen:\n- link 'Inbox'\nNext action:"
+    middle = first.replace("reply to Ann", "forward to Bob")  # differs from the cached prompt in its middle
+    options = [f'tap(link "Message number {i} from the list")' for i in range(12)]  # more tokens than one group holds
+    policy.scores(first, options[:2])
+    got = policy.scores(middle, options)
+    head = policy._tokens(middle, special=True)
+    pairs = [(got[i], _full(reference, head, policy._tokens(" " + options[i]))) for i in (0, 5, 11)]
+    twice = policy.scores(first, [options[0], *options[1:11], options[0]])  # the same option in two groups
+    try:
+        policy.scorer.mean_logprobs(list(range(1, 120)), [policy._tokens(" " + options[0])])
+        too_long = "scored"
+    except ModelRuntimeError as exc:
+        too_long = str(exc)
+    after = policy.scores(first, options[:1])[0]
+    cut = policy.scores("Goal: " + "very " * 300 + "long.\nNext action:", options[:2])  # the prompt's middle is cut
+    return {"pairs": pairs, "twice": (twice[0], twice[-1]), "too_long": too_long, "after": after,
+            "after_full": _full(reference, policy._tokens(first, special=True), policy._tokens(" " + options[0])),
+            "cut": cut}
+
+
+def test_a_prompt_changed_in_its_middle_groups_split_by_room_and_a_prompt_too_long_are_handled():
+    got = run_isolated(_edge_cases_on_a_small_context)
+    for trie, full in got["pairs"]:
+        assert trie == pytest.approx(full, abs=0.03)
+    assert got["twice"][0] == pytest.approx(got["twice"][1], abs=0.03)
+    assert "exceed the context" in got["too_long"]
+    assert got["after"] == pytest.approx(got["after_full"], abs=0.03), "a refused call leaves the scorer usable"
+    assert all(np.isfinite(got["cut"]))
+
+
 def _an_action_and_the_scores_with_and_without_memory() -> dict[str, object]:
     policy = _policy()
     env = FormEnv()

@@ -115,8 +115,13 @@ class RankPolicy:
         return list(self.llm.tokenize(text.encode("utf-8"), add_bos=special, special=special))
 
     def scores(self, prompt: str, options: list[str]) -> list[float]:
-        """Mean log-probability of each option's tokens after ``prompt`` (the prompt is evaluated once)."""
-        return self.scorer.mean_logprobs(self._tokens(prompt, special=True), [self._tokens(" " + o) for o in options])
+        """Mean log-probability of each option's tokens after ``prompt`` (the prompt is evaluated once). A prompt
+        that leaves no room for the longest option keeps its start and its end: its middle is cut."""
+        head, tails = self._tokens(prompt, special=True), [self._tokens(" " + o) for o in options]
+        room = self.n_ctx - max(map(len, tails), default=0)
+        if len(head) > room:
+            head = head[: room // 2] + head[len(head) - (room - room // 2):]
+        return self.scorer.mean_logprobs(head, tails)
 
     def act(self, inp: PolicyInput) -> Decision:
         """Score every candidate action and take the most likely."""

@@ -27,7 +27,8 @@ class _Node:
     token: int
     depth: int
     seqs: list[int] = field(default_factory=list)
-    needs_logits: bool = False
+    next: set[int] = field(default_factory=set)
+    """The tokens that follow it in some continuation: its logits are read for these only."""
 
 
 @dataclass
@@ -46,8 +47,8 @@ class _Trie:
             self.nodes[at].seqs.append(seq)
             path.append(at)
             parent = at
-        for at in path[:-1]:  # a node's logits predict the next token of the continuations through it
-            self.nodes[at].needs_logits = True
+        for at, token in zip(path[:-1], tail[1:], strict=True):  # a node's logits predict the next token
+            self.nodes[at].next.add(token)
         self.paths.append(path)
 
 
@@ -65,6 +66,10 @@ class ContinuationScorer:
 
         self._lib = llama_cpp
         self._model = model  # held: the weights must outlive this context
+        if llama_cpp.llama_model_is_recurrent(model.model) or llama_cpp.llama_model_is_hybrid(model.model):
+            raise ModelRuntimeError("continuations are scored as a trie of sequences sharing a prompt, which a "
+                                    "recurrent or hybrid model's state cannot hold",
+                                    suggestion="use a transformer GGUF")
         self.n_vocab = int(llama_cpp.llama_n_vocab(llama_cpp.llama_model_get_vocab(model.model)))
         self.n_ctx = n_ctx
         self.max_seqs = min(MAX_SEQUENCES, int(llama_cpp.llama_max_parallel_sequences()))
@@ -84,16 +89,17 @@ class ContinuationScorer:
         self._cached: list[int] = []  # the prompt tokens held in sequence 0
 
     def close(self) -> None:
-        """Free the context and the batch."""
+        """Free the context and the batch (scoring after that raises `ModelRuntimeError`)."""
         if self._ctx:
             self._lib.llama_batch_free(self._batch)
             self._lib.llama_free(self._ctx)
-            self._ctx = None
+            self._ctx = self._mem = None
 
     def forget(self) -> None:
         """Drop the cached prompt: the next call decodes its prompt whole."""
         self._cached = []
-        self._lib.llama_memory_clear(self._mem, True)
+        if self._ctx:
+            self._lib.llama_memory_clear(self._mem, True)
 
     def __del__(self) -> None:
         with contextlib.suppress(AttributeError, TypeError):  # at interpreter exit the binding may be gone first
@@ -105,16 +111,19 @@ class ContinuationScorer:
         Raises:
             ModelRuntimeError: ``head`` and a tail do not fit the context, or llama.cpp failed to decode.
         """
+        if not self._ctx:
+            raise ModelRuntimeError("the scorer was closed")
         if not head:
             raise ModelRuntimeError("a continuation is scored after a prompt of at least one token")
+        longest = max(map(len, tails), default=0)
+        if len(head) + longest > self.n_ctx:
+            raise ModelRuntimeError(f"a prompt of {len(head)} tokens and a continuation of {longest} exceed the "
+                                    f"context ({self.n_ctx} tokens)")
         last = self._prompt(head)
         out = [-math.inf] * len(tails)
         group: list[int] = []
         room = self.n_ctx - len(head)
         for i, tail in enumerate(tails):
-            if len(tail) > room:
-                raise ModelRuntimeError(f"prompt ({len(head)} tokens) and continuation ({len(tail)}) exceed "
-                                        f"the context ({self.n_ctx})")
             if tail and (len(group) == self.max_seqs - 1 or sum(len(tails[g]) for g in group) + len(tail) > room):
                 self._group(len(head), last, [tails[g] for g in group], group, out)
                 group = []
@@ -132,11 +141,14 @@ class ContinuationScorer:
                 break
             keep += 1
         lib = self._lib
-        lib.llama_memory_seq_rm(self._mem, -1, keep, -1)
+        if not lib.llama_memory_seq_rm(self._mem, -1, keep, -1):  # a cache that cannot drop a part: start over
+            self.forget()
+            keep = 0
         self._cached = self._cached[:keep]
         self._fill([(t, p, [0], p == len(head) - 1) for p, t in enumerate(head) if p >= keep])
         self._cached = list(head)
-        return self._logsoftmax(self._batch.n_tokens - 1)
+        row = self._logits(self._batch.n_tokens - 1)
+        return row - _logsumexp(row)
 
     def _group(self, offset: int, last: np.ndarray, tails: list[list[int]], where: list[int],
                out: list[float]) -> None:
@@ -145,16 +157,22 @@ class ContinuationScorer:
         for seq, tail in enumerate(tails, start=1):
             lib.llama_memory_seq_cp(self._mem, 0, seq, -1, -1)
             trie.add(tail, seq)
-        self._fill([(n.token, offset + n.depth, n.seqs, n.needs_logits) for n in trie.nodes])
-        rows = {at: self._logsoftmax(at) for at, n in enumerate(trie.nodes) if n.needs_logits}
+        self._fill([(n.token, offset + n.depth, n.seqs, bool(n.next)) for n in trie.nodes])
+        logprob: dict[tuple[int, int], float] = {}  # (node, next token): only what a continuation needs
+        for at, node in enumerate(trie.nodes):
+            if node.next:
+                row = self._logits(at)
+                logz = _logsumexp(row)
+                logprob.update({(at, t): float(row[t]) - logz for t in node.next})
         for i, tail, path in zip(where, tails, trie.paths, strict=True):
-            before = [last, *(rows[at] for at in path[:-1])]
-            out[i] = float(np.mean([row[t] for row, t in zip(before, tail, strict=True)]))
+            out[i] = float(np.mean([last[tail[0]], *(logprob[(at, t)] for at, t in zip(path, tail[1:], strict=False))]))
         for seq in range(1, len(tails) + 1):
             lib.llama_memory_seq_rm(self._mem, seq, -1, -1)
 
     def _fill(self, entries: list[tuple[int, int, list[int], bool]]) -> None:
         """Decode one batch of (token, position, sequence ids, logits wanted)."""
+        if len(entries) > self.n_ctx:  # the batch holds n_ctx entries: never write past it
+            raise ModelRuntimeError(f"a batch of {len(entries)} tokens exceeds the context ({self.n_ctx})")
         batch = self._batch
         for i, (token, pos, seqs, logits) in enumerate(entries):
             batch.token[i] = token
@@ -169,9 +187,13 @@ class ContinuationScorer:
             self.forget()
             raise ModelRuntimeError(f"llama.cpp failed to decode a batch of {len(entries)} tokens (status {status})")
 
-    def _logsoftmax(self, i: int) -> np.ndarray:
+    def _logits(self, i: int) -> np.ndarray:
+        """The logits after batch entry ``i`` (a copy: the next decode overwrites llama.cpp's buffer)."""
         ptr = self._lib.llama_get_logits_ith(self._ctx, i)
         row: np.ndarray = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).astype(np.float64)
-        top = float(row.max())
-        logz: float = top + math.log(float(np.exp(row - top).sum()))
-        return row - logz
+        return row
+
+
+def _logsumexp(row: np.ndarray) -> float:
+    top = float(row.max())
+    return top + math.log(float(np.exp(row - top).sum()))
