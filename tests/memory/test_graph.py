@@ -120,13 +120,24 @@ def test_leave_one_task_out_hides_an_edge_that_another_task_also_contributed(kit
 
 
 def test_a_task_that_follows_another_task_s_edge_where_memory_showed_it_is_not_made_its_source(kit):
+    from guimem.memory.subgoals import OfflineSegmenter, shown_at
+    from guimem.types import Action, ActionKind, Injection
+
     g = GraphMemory(kit, GraphSettings(tau=0.95, exclude_source_task=True))
     g.learn(episode([USER, PASS, LOGIN], seed=1, task_id="form-a"))
     g.end_round()
+    edges = {i.id for i in g.recall(query()).items if i.success}
     followed = episode([USER, PASS, LOGIN], seed=2, task_id="form-b", memory=g, round_index=1)
-    assert any(item.success for s in followed.steps for item in s.injection.items), "form-a's edges were shown"
-    g.learn(followed)
+    assert all(edges & shown_at(seg, followed) for seg in OfflineSegmenter().segment(followed)), "shown where done"
+    # told by position: the step indices a trajectory states are its writer's
+    g.learn(followed.model_copy(update={"steps": tuple(s.model_copy(update={"index": s.index + 100})
+                                                       for s in followed.steps)}))
     g.learn(episode([USER, PASS, LOGIN], seed=3, task_id="form-c", round_index=1))  # found alone: a source
+    # shown only at a step that performed nothing (a wait), not where the subgoal was done: a source too
+    wait = followed.steps[0].model_copy(update={"action": Action(kind=ActionKind.WAIT)})
+    rest = [s.model_copy(update={"injection": Injection(method="graph")}) for s in followed.steps]
+    g.learn(followed.model_copy(update={"task": followed.task.model_copy(update={"id": "form-d"}),
+                                        "steps": (wait, *rest), "episode_id": "d"}))
     g.end_round()
 
     def shown(task_id):
@@ -136,6 +147,7 @@ def test_a_task_that_follows_another_task_s_edge_where_memory_showed_it_is_not_m
 
     assert shown("form-b"), "following memory is a use: what transferred is not withdrawn for having worked"
     assert shown("form-c") == [], "a task that did the same without being shown it is a source, and it is hidden"
+    assert shown("form-d") == [], "shown at a step that did not perform the subgoal is not following it"
 
 
 def test_an_edge_learned_on_a_document_holding_the_task_s_text_advises_only_where_the_document_holds_it_too():

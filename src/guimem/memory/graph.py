@@ -253,14 +253,12 @@ class GraphMemory(StoredRounds):
         self._dirty = True
         return node_id
 
-    def _duplicate_of(self, source: str, target: str, ann: Annotation) -> str | None:
+    def _duplicate_of(self, source: str, target: str, ann: Annotation, shown: set[str]) -> str | None:
+        """The edge this subgoal duplicates, one of those in ``shown`` first (if it duplicates several)."""
         intent = self.kit.embed_text(ann.text)
-        for edge_id in self._out_of(source):
-            edge = self._edge(edge_id)
-            if edge.target == target and edge.success == ann.success and \
-                    cosine(self.kit.embed_text(edge.text), intent) > self.settings.theta:
-                return edge_id
-        return None
+        found = [edge_id for edge_id in self._out_of(source) if (edge := self._edge(edge_id)).target == target and
+                 edge.success == ann.success and cosine(self.kit.embed_text(edge.text), intent) > self.settings.theta]
+        return next((e for e in found if e in shown), found[0] if found else None)
 
     def learn(self, trajectory: Trajectory) -> LearnReport:
         """Keep the episode; its subgoals become edges at the round boundary."""
@@ -276,9 +274,12 @@ class GraphMemory(StoredRounds):
                 before_vec = self.kit.embed_state(seg.before, trajectory.task)
                 source = self._node_for(seg.before, trajectory.task, before_vec)
                 target = self._node_for(seg.after, trajectory.task, self.kit.embed_state(seg.after, trajectory.task))
-                dup = self._duplicate_of(source, target, ann)
+                shown = shown_at(seg, trajectory)
+                dup = self._duplicate_of(source, target, ann, shown)
                 if dup is not None:
-                    if dup not in shown_at(seg, trajectory):  # followed where memory showed it: a use, no source
+                    # a subgoal that worked where memory showed it as worked followed memory: a use, not a source
+                    # (a failure repeated where memory warned of it is the task's own evidence)
+                    if not (dup in shown and ann.success == "yes"):
                         self._add_source_task(dup, trajectory.task.id)
                     report.dropped += 1
                     continue
