@@ -18,6 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from _support import cpu_model  # type: ignore[import-not-found]
+
 from guimem.llm.runtime import bundled_gguf
 
 CHILD = r"""
@@ -73,8 +75,7 @@ def main() -> None:
     parser.add_argument("--build-s", action="append", default=[], help="NAME=SECONDS: that build's build time")
     parser.add_argument("--repeat", type=int, default=3)
     ns = parser.parse_args()
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")), "?")
+    cpu = cpu_model()
     print(f"machine: {cpu}, {os.cpu_count()} cores; SmolLM2-135M Q4_1, 2 threads, 256-token prompt, 64 generated")
     times = build_times() | {k: float(v) for k, v in (s.split("=", 1) for s in ns.build_s)}
     builds = [("installed", None)] + [tuple(s.split("=", 1)) for s in ns.site]

@@ -122,13 +122,14 @@ class ContinuationScorer:
         last = self._prompt(head)
         out = [-math.inf] * len(tails)
         group: list[int] = []
-        room = self.n_ctx - len(head)
+        room, used = self.n_ctx - len(head), 0  # a group's trie has at most the sum of its tails' tokens
         for i, tail in enumerate(tails):
-            if tail and (len(group) == self.max_seqs - 1 or sum(len(tails[g]) for g in group) + len(tail) > room):
+            if tail and (len(group) == self.max_seqs - 1 or used + len(tail) > room):
                 self._group(len(head), last, [tails[g] for g in group], group, out)
-                group = []
+                group, used = [], 0
             if tail:
                 group.append(i)
+                used += len(tail)
         if group:
             self._group(len(head), last, [tails[g] for g in group], group, out)
         return out

@@ -256,9 +256,13 @@ class GraphMemory(StoredRounds):
     def _duplicate_of(self, source: str, target: str, ann: Annotation, shown: set[str]) -> str | None:
         """The edge this subgoal duplicates, one of those in ``shown`` first (if it duplicates several)."""
         intent = self.kit.embed_text(ann.text)
-        found = [edge_id for edge_id in self._out_of(source) if (edge := self._edge(edge_id)).target == target and
-                 edge.success == ann.success and cosine(self.kit.embed_text(edge.text), intent) > self.settings.theta]
-        return next((e for e in found if e in shown), found[0] if found else None)
+        out = self._out_of(source)
+        for edge_id in [e for e in out if e in shown] + [e for e in out if e not in shown]:
+            edge = self._edge(edge_id)
+            if edge.target == target and edge.success == ann.success and \
+                    cosine(self.kit.embed_text(edge.text), intent) > self.settings.theta:
+                return edge_id
+        return None
 
     def learn(self, trajectory: Trajectory) -> LearnReport:
         """Keep the episode; its subgoals become edges at the round boundary."""
