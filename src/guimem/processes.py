@@ -3,7 +3,8 @@
 - `stop_descendants`: stop the processes this process started (browsers, drivers, workers) when a
   run is interrupted. A browser that is still starting when a signal arrives has no driver object yet
   to quit, so closing the workbench alone can leave it running; this walks the process tree instead
-  (Linux ``/proc``; elsewhere it does nothing).
+  (Linux ``/proc``; elsewhere it does nothing), and `adopt_orphans` keeps a process whose parent dies
+  meanwhile in that tree.
 - `owned_tempdir` / `sweep_orphans`: a temporary folder (a Chromium profile, a display's runtime
   dir) names the process that made it, by pid *and* start time (pids are reused), so the next start
   removes the folders of owners that no longer exist — what a SIGKILL left behind.
@@ -70,12 +71,34 @@ def _signal(pids: list[int], sig: signal.Signals) -> None:
             continue
 
 
+_PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
+
+
+def adopt_orphans() -> bool:
+    """Make this process a child subreaper (Linux ``PR_SET_CHILD_SUBREAPER``); returns whether it took effect.
+
+    A descendant whose parent dies is then re-parented to this process instead of to init, so `descendants`
+    still finds it: chromedriver, stopped while it launches Chromium, forks the browser and dies, and the
+    browser would otherwise outlive the run. Orphans that exit stay zombies until this process exits, so it
+    is set when a process starts stopping what it started, not for its whole life.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):  # not Linux, or no prctl: orphans go to init as before
+        return False
+
+
 def stop_descendants(grace_s: float = 10.0, passes: int = 5) -> int:
     """SIGTERM every descendant, wait up to ``grace_s``, then SIGKILL what is left; returns how many there were.
 
     Repeated while descendants remain (up to ``passes`` times): a process started while the first pass
-    ran — a pool replacing a worker that just exited, a worker launching a browser — is caught by the next.
+    ran — a pool replacing a worker that just exited, a worker launching a browser — is caught by the next,
+    and so is one whose parent died under the first (see `adopt_orphans`).
     """
+    adopt_orphans()
     total = 0
     for _ in range(passes):
         pids = descendants()

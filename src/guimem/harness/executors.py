@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from guimem.harness.jobs import EpisodeJob, Workbench
 from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir
-from guimem.processes import stop_descendants
+from guimem.processes import adopt_orphans, stop_descendants
 from guimem.settings import GuimemSettings
 from guimem.types import Trajectory
 
@@ -69,7 +69,9 @@ def _close_bench() -> None:
 
 def _on_sigterm(signum: int, frame: object) -> None:
     # The pool terminates its workers with SIGTERM; close the browser before going, or it outlives us
-    # (and stop what is left, such as a browser that was still starting).
+    # (and stop what is left, such as a browser that was still starting). From here a process whose parent
+    # dies (Chromium, when chromedriver quits first) comes to this worker, so the sweep below still sees it.
+    adopt_orphans()
     try:
         _close_bench()
     finally:
@@ -149,6 +151,7 @@ def terminate(pool: Any) -> None:
     before it stops the workers). Past `LOCK_WAIT_S` the lock is released on the dead holder's behalf: the pool
     is being torn down, so nothing is read from the queue afterwards.
     """
+    adopt_orphans()  # a worker's browser orphaned as the worker dies comes here, for the caller's final sweep
     stopping = threading.Thread(target=pool.terminate, name="guimem-pool-terminate", daemon=True)
     stopping.start()
     stopping.join(LOCK_WAIT_S)
