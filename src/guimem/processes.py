@@ -18,7 +18,8 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -71,24 +72,42 @@ def _signal(pids: list[int], sig: signal.Signals) -> None:
             continue
 
 
-_PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
+_PR_SET_CHILD_SUBREAPER, _PR_GET_CHILD_SUBREAPER = 36, 37  # <linux/prctl.h>
 
 
-def adopt_orphans() -> bool:
-    """Make this process a child subreaper (Linux ``PR_SET_CHILD_SUBREAPER``); returns whether it took effect.
+def adopt_orphans(on: bool = True) -> bool | None:
+    """Make this process a child subreaper (Linux ``PR_SET_CHILD_SUBREAPER``), or stop being one with
+    ``on=False``; returns the setting it had (None where there is no such setting: not Linux).
 
     A descendant whose parent dies is then re-parented to this process instead of to init, so `descendants`
     still finds it: chromedriver, stopped while it launches Chromium, forks the browser and dies, and the
-    browser would otherwise outlive the run. Orphans that exit stay zombies until this process exits, so it
-    is set when a process starts stopping what it started, not for its whole life.
+    browser would otherwise outlive the run. Adopted orphans that exit stay zombies until this process exits
+    (nothing here reaps a process it did not start), so a process that goes on living sets it only while it
+    stops what it started (`orphans_adopted`).
     """
     try:
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+        was = ctypes.c_int(0)
+        if libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(was), 0, 0, 0) != 0:
+            return None
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)
+        return bool(was.value)
     except (OSError, AttributeError):  # not Linux, or no prctl: orphans go to init as before
-        return False
+        return None
+
+
+@contextmanager
+def orphans_adopted() -> Iterator[None]:
+    """`adopt_orphans` for the duration of the block; the setting before it is put back after (the processes
+    adopted meanwhile stay this process's children)."""
+    was = adopt_orphans()
+    try:
+        yield
+    finally:
+        if was is False:
+            adopt_orphans(False)
 
 
 def stop_descendants(grace_s: float = 10.0, passes: int = 5) -> int:
@@ -96,15 +115,15 @@ def stop_descendants(grace_s: float = 10.0, passes: int = 5) -> int:
 
     Repeated while descendants remain (up to ``passes`` times): a process started while the first pass
     ran — a pool replacing a worker that just exited, a worker launching a browser — is caught by the next,
-    and so is one whose parent died under the first (see `adopt_orphans`).
+    and so is one whose parent died under the first (`orphans_adopted`).
     """
-    adopt_orphans()
     total = 0
-    for _ in range(passes):
-        pids = descendants()
-        if not pids:
-            break
-        total += _stop(pids, grace_s)
+    with orphans_adopted():
+        for _ in range(passes):
+            pids = descendants()
+            if not pids:
+                break
+            total += _stop(pids, grace_s)
     return total
 
 

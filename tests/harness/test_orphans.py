@@ -34,6 +34,8 @@ STOPPER = textwrap.dedent("""
         time.sleep(0.02)
     stop_descendants(grace_s=5.0)
     child.wait()
+    from guimem.processes import adopt_orphans
+    print("subreaper after:", adopt_orphans(False))
 """)
 
 
@@ -49,6 +51,7 @@ def test_a_process_orphaned_while_its_parent_is_stopped_is_stopped_too(tmp_path)
     marker = tmp_path / "grandchild"
     run = subprocess.run([sys.executable, "-c", STOPPER, CHILD, str(marker)], timeout=60, capture_output=True)
     assert run.returncode == 0, run.stderr.decode()
+    assert b"subreaper after: False" in run.stdout, "a process that goes on living is a subreaper only while it stops"
     grandchild = int(marker.read_text())
     try:
         deadline = time.monotonic() + 5

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from guimem.harness.jobs import EpisodeJob, Workbench
 from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir
-from guimem.processes import adopt_orphans, stop_descendants
+from guimem.processes import adopt_orphans, orphans_adopted, stop_descendants
 from guimem.settings import GuimemSettings
 from guimem.types import Trajectory
 
@@ -151,19 +151,19 @@ def terminate(pool: Any) -> None:
     before it stops the workers). Past `LOCK_WAIT_S` the lock is released on the dead holder's behalf: the pool
     is being torn down, so nothing is read from the queue afterwards.
     """
-    adopt_orphans()  # a worker's browser orphaned as the worker dies comes here, for the caller's final sweep
-    stopping = threading.Thread(target=pool.terminate, name="guimem-pool-terminate", daemon=True)
-    stopping.start()
-    stopping.join(LOCK_WAIT_S)
-    if stopping.is_alive():
-        log.warning("the worker pool waited %.0f s for its task queue's lock (a worker died holding it); "
-                    "releasing it", LOCK_WAIT_S)
-        with contextlib.suppress(ValueError, AttributeError):  # not held after all, or another Python's pool
-            pool._inqueue._rlock.release()
-        stopping.join(STOP_WAIT_S)
-    if stopping.is_alive():
-        log.error("the worker pool did not stop within %.0f s; stopping what is left", LOCK_WAIT_S + STOP_WAIT_S)
-        stop_descendants(grace_s=3.0)
+    with orphans_adopted():  # a worker's browser orphaned as the worker dies comes here, for the final sweep
+        stopping = threading.Thread(target=pool.terminate, name="guimem-pool-terminate", daemon=True)
+        stopping.start()
+        stopping.join(LOCK_WAIT_S)
+        if stopping.is_alive():
+            log.warning("the worker pool waited %.0f s for its task queue's lock (a worker died holding it); "
+                        "releasing it", LOCK_WAIT_S)
+            with contextlib.suppress(ValueError, AttributeError):  # not held after all, or another Python's pool
+                pool._inqueue._rlock.release()
+            stopping.join(STOP_WAIT_S)
+        if stopping.is_alive():
+            log.error("the worker pool did not stop within %.0f s; stopping what is left", LOCK_WAIT_S + STOP_WAIT_S)
+            stop_descendants(grace_s=3.0)
 
 
 class RayExecutor:
