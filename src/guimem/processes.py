@@ -16,11 +16,13 @@ import logging
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -73,39 +75,68 @@ def _signal(pids: list[int], sig: signal.Signals) -> None:
 
 
 _PR_SET_CHILD_SUBREAPER, _PR_GET_CHILD_SUBREAPER = 36, 37  # <linux/prctl.h>
+_PRCTL: list[Any] = []  # libc's prctl, loaded once (not in a signal handler), or None where there is none
+
+
+def _prctl() -> Any | None:
+    if not _PRCTL:
+        fn = None
+        if sys.platform.startswith("linux"):
+            import ctypes
+
+            try:
+                fn = ctypes.CDLL(None, use_errno=True).prctl
+                fn.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+                fn.restype = ctypes.c_int
+            except (OSError, AttributeError):
+                fn = None
+        _PRCTL.append(fn)
+    return _PRCTL[0]
 
 
 def adopt_orphans(on: bool = True) -> bool | None:
     """Make this process a child subreaper (Linux ``PR_SET_CHILD_SUBREAPER``), or stop being one with
-    ``on=False``; returns the setting it had (None where there is no such setting: not Linux).
+    ``on=False``; returns the setting it had (None where it cannot be set: not Linux, or refused).
 
     A descendant whose parent dies is then re-parented to this process instead of to init, so `descendants`
     still finds it: chromedriver, stopped while it launches Chromium, forks the browser and dies, and the
     browser would otherwise outlive the run. Adopted orphans that exit stay zombies until this process exits
     (nothing here reaps a process it did not start), so a process that goes on living sets it only while it
-    stops what it started (`orphans_adopted`).
+    stops what it started (`orphans_adopted`); a worker process sets it for its life.
     """
-    try:
-        import ctypes
+    import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        was = ctypes.c_int(0)
-        if libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(was), 0, 0, 0) != 0:
-            return None
-        libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)
-        return bool(was.value)
-    except (OSError, AttributeError):  # not Linux, or no prctl: orphans go to init as before
+    prctl = _prctl()
+    if prctl is None:
         return None
+    was = ctypes.c_int(0)
+    if prctl(_PR_GET_CHILD_SUBREAPER, ctypes.addressof(was), 0, 0, 0) != 0 or \
+            prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
+        log.warning("cannot %s a child subreaper: %s", "become" if on else "stop being",
+                    os.strerror(ctypes.get_errno()))
+        return None
+    return bool(was.value)
+
+
+def _children() -> set[int]:
+    me = os.getpid()
+    return {pid for pid, parent in _parents().items() if parent == me}
 
 
 @contextmanager
-def orphans_adopted() -> Iterator[None]:
-    """`adopt_orphans` for the duration of the block; the setting before it is put back after (the processes
-    adopted meanwhile stay this process's children)."""
+def orphans_adopted(stop_adopted: bool = False, grace_s: float = 3.0) -> Iterator[None]:
+    """`adopt_orphans` for the duration of the block, and the setting before it put back after. With
+    ``stop_adopted``, the processes that became this process's children during the block (orphans of what
+    it was stopping) are stopped with their own children at its end; otherwise they stay its children."""
+    before = _children() if stop_adopted else set()
     was = adopt_orphans()
     try:
         yield
     finally:
+        if stop_adopted:
+            tree = [p for root in _children() - before for p in (root, *descendants(root))]
+            if tree:
+                _stop(tree, grace_s)
         if was is False:
             adopt_orphans(False)
 

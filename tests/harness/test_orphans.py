@@ -1,17 +1,22 @@
-"""`stop_descendants` catches a process whose parent dies while it is being stopped.
+"""A process whose parent dies while it is being stopped is stopped too.
 
 chromedriver, SIGTERMed while it launches Chromium, can fork the browser and die: the browser's parent is
-gone, so without this it is re-parented to init, no longer a descendant, and outlives the run (CI saw nine
+gone, so it would be re-parented to init, no longer a descendant, and outlive the run (CI saw nine
 Chromium processes left after a SIGTERM to `guimem eval --workers 2`).
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="child subreapers are Linux's")
 
 # A child that, when SIGTERMed, starts a grandchild and exits at once (as chromedriver launching Chromium).
 CHILD = textwrap.dedent("""
@@ -25,16 +30,22 @@ CHILD = textwrap.dedent("""
     time.sleep(300)
 """)
 
+# How the child is stopped: the sweep of everything (`stop_descendants`), or the child alone inside
+# `orphans_adopted(stop_adopted=True)` (as the pool's abort stops its workers).
 STOPPER = textwrap.dedent("""
     import subprocess, sys, time
     from pathlib import Path
-    from guimem.processes import stop_descendants
+    from guimem.processes import adopt_orphans, orphans_adopted, stop_descendants
     child = subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2]])
     while not Path(sys.argv[2] + ".ready").exists():
         time.sleep(0.02)
-    stop_descendants(grace_s=5.0)
+    if sys.argv[3] == "sweep":
+        stop_descendants(grace_s=30.0)
+    else:
+        with orphans_adopted(stop_adopted=True):
+            child.terminate()
+            child.wait()
     child.wait()
-    from guimem.processes import adopt_orphans
     print("subreaper after:", adopt_orphans(False))
 """)
 
@@ -47,17 +58,27 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def test_a_process_orphaned_while_its_parent_is_stopped_is_stopped_too(tmp_path):
+def _is_our_sleep(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes() == b"sleep\x00300\x00"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("how", ["sweep", "adopted"])
+def test_a_process_orphaned_while_its_parent_is_stopped_is_stopped_too(tmp_path, how):
     marker = tmp_path / "grandchild"
-    run = subprocess.run([sys.executable, "-c", STOPPER, CHILD, str(marker)], timeout=60, capture_output=True)
+    run = subprocess.run([sys.executable, "-c", STOPPER, CHILD, str(marker), how], timeout=120,
+                         capture_output=True)
     assert run.returncode == 0, run.stderr.decode()
-    assert b"subreaper after: False" in run.stdout, "a process that goes on living is a subreaper only while it stops"
+    assert marker.exists(), f"the child was stopped before it could start its grandchild: {run.stderr.decode()}"
     grandchild = int(marker.read_text())
     try:
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 5  # the stopper has exited; its zombie grandchild goes to init, reaped
         while time.monotonic() < deadline and _alive(grandchild):
             time.sleep(0.05)
-        assert not _alive(grandchild), "the grandchild started as its parent was stopped outlived stop_descendants"
+        assert not _alive(grandchild), "the grandchild started as its parent was stopped outlived the stopper"
+        assert b"subreaper after: False" in run.stdout, "a process that goes on living adopts only while stopping"
     finally:
-        if _alive(grandchild):
-            subprocess.run(["kill", "-9", str(grandchild)], check=False)
+        if _alive(grandchild) and _is_our_sleep(grandchild):
+            os.kill(grandchild, 9)

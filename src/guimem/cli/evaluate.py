@@ -28,7 +28,7 @@ from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir, judged
 from guimem.harness.transfer import TrainTest
 from guimem.memory.factory import METHODS, check_method
 from guimem.memory.settings import Defences, MemorySpec
-from guimem.processes import adopt_orphans, stop_descendants
+from guimem.processes import orphans_adopted, stop_descendants
 from guimem.storage.base import is_shared_url, mask_url
 from guimem.tasks import load_suite
 from guimem.tasks.suites import check_suite_tasks
@@ -115,16 +115,17 @@ def check_out_dir(out: Path) -> None:
 
 @contextmanager
 def terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt here, so workers and browsers are stopped on the way out (and from the
-    signal on, a process orphaned on the way comes to this one: `adopt_orphans`)."""
+    """SIGTERM raises KeyboardInterrupt here, so workers and browsers are stopped on the way out; meanwhile a
+    process orphaned on the way (a browser whose driver a signal to the whole group stopped first) comes to
+    this one, so that sweep finds it (`orphans_adopted`)."""
     def handler(signum: int, frame: object) -> None:
-        adopt_orphans()
         raise KeyboardInterrupt(f"signal {signum}")
 
     previous = signal.signal(signal.SIGTERM, handler) if threading.current_thread() is threading.main_thread() \
         else None
     try:
-        yield
+        with orphans_adopted():
+            yield
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

@@ -69,9 +69,8 @@ def _close_bench() -> None:
 
 def _on_sigterm(signum: int, frame: object) -> None:
     # The pool terminates its workers with SIGTERM; close the browser before going, or it outlives us
-    # (and stop what is left, such as a browser that was still starting). From here a process whose parent
-    # dies (Chromium, when chromedriver quits first) comes to this worker, so the sweep below still sees it.
-    adopt_orphans()
+    # (and stop what is left, such as a browser that was still starting; a process whose parent died, such as
+    # Chromium when chromedriver quits first, is this worker's child by then: see _init_worker).
     try:
         _close_bench()
     finally:
@@ -87,6 +86,7 @@ def _init_worker(spec_json: str, run_path: str, settings_json: str, store_url: s
     if threads:  # the cores shared out, as Ray does for its actors: N workers × all cores' threads thrash
         os.environ["OMP_NUM_THREADS"] = str(threads)  # read by the e5 engine when it loads (results identical)
 
+    adopt_orphans()  # for the worker's life: what its browser leaves when its driver dies stays in its tree
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the main process, which stops the pool
     signal.signal(signal.SIGTERM, _on_sigterm)
     _BENCH = Workbench(EvalSpec.model_validate_json(spec_json), RunDir(Path(run_path)),
@@ -151,7 +151,8 @@ def terminate(pool: Any) -> None:
     before it stops the workers). Past `LOCK_WAIT_S` the lock is released on the dead holder's behalf: the pool
     is being torn down, so nothing is read from the queue afterwards.
     """
-    with orphans_adopted():  # a worker's browser orphaned as the worker dies comes here, for the final sweep
+    # a worker's browser orphaned as the worker dies comes here, and is stopped with the pool
+    with orphans_adopted(stop_adopted=True):
         stopping = threading.Thread(target=pool.terminate, name="guimem-pool-terminate", daemon=True)
         stopping.start()
         stopping.join(LOCK_WAIT_S)
@@ -314,6 +315,7 @@ class _RayWorker:
 
     def close(self) -> None:
         _close_bench()
+        stop_descendants(grace_s=3.0)  # an actor is killed after this: nothing it started may outlive it
 
 
 def make_executor(backend: str, workers: int, bench: Workbench, spec: EvalSpec, run_dir: RunDir,
