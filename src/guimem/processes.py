@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -75,23 +76,22 @@ def _signal(pids: list[int], sig: signal.Signals) -> None:
 
 
 _PR_SET_CHILD_SUBREAPER, _PR_GET_CHILD_SUBREAPER = 36, 37  # <linux/prctl.h>
-_PRCTL: list[Any] = []  # libc's prctl, loaded once (not in a signal handler), or None where there is none
 
 
+@functools.cache
 def _prctl() -> Any | None:
-    if not _PRCTL:
-        fn = None
-        if sys.platform.startswith("linux"):
-            import ctypes
+    """libc's prctl with its argument types, loaded once (not in a signal handler); None where there is none."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
 
-            try:
-                fn = ctypes.CDLL(None, use_errno=True).prctl
-                fn.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-                fn.restype = ctypes.c_int
-            except (OSError, AttributeError):
-                fn = None
-        _PRCTL.append(fn)
-    return _PRCTL[0]
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    fn.restype = ctypes.c_int
+    return fn
 
 
 def adopt_orphans(on: bool = True) -> bool | None:
