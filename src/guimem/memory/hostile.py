@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -128,8 +129,21 @@ def _plain(text: str) -> str:
     """`normalise` but for the case."""
     out = unicodedata.normalize("NFKC", text[:MAX_SCREENED])
     out = _INVISIBLE.sub("", out)
-    out = _SPACED.sub(lambda m: re.sub(r"[\s.\-_*·|]", "", m.group(0)), out)
+    out = _SPACED.sub(_unspace, out)
     return " ".join(out.split())
+
+
+_SEPARATOR = re.compile(r"[\s.\-_*·|]{1,3}")
+
+
+def _unspace(match: re.Match[str]) -> str:
+    """Letters spaced apart joined again: the separator between most of the letters is the one inside
+    words, and any other (a wider gap, another mark) is a word boundary ("g.o t.o" is "go to", and
+    "i g n o r e   a l l" is "ignore all"), so the words stay words for the patterns that look for them."""
+    run = match.group(0)
+    seps = _SEPARATOR.findall(run)
+    inside = Counter(seps).most_common(1)[0][0]
+    return _SEPARATOR.sub(lambda m: "" if m.group(0) == inside else " ", run)
 
 
 def _deleet(text: str) -> str:
