@@ -116,3 +116,45 @@ def test_a_change_the_graph_cannot_place_leaves_no_half_applied_cache(tmp_path):
     again = _open("graph", path, tmp_path / "cache")
     fresh = _open("graph", path, None)
     assert _view(again) == _view(fresh), "the cache holds both rounds, not the first half"
+
+
+class _Recording(HashingEmbedder):
+    """Records every text it is asked to embed."""
+
+    def __init__(self) -> None:
+        super().__init__(128)
+        self.asked: list[str] = []
+
+    def embed(self, texts, role=None):
+        self.asked += list(texts)
+        return super().embed(texts) if role is None else super().embed(texts, role)
+
+
+def test_a_refreshed_stack_takes_a_screen_s_vector_from_the_edges_learned_on_it(tmp_path):
+    """A worker opened from the index cache catches up between rounds and embeds the round's new items then;
+    a step on a screen an edge was learned on takes that edge's vector of the screen instead of embedding it
+    again (the agent waits for nothing), and recalls what a fresh open recalls."""
+    from guimem.memory.generalise import state_text
+
+    path, cache = tmp_path / "stack.sqlite", tmp_path / "cache"
+    main = _open("stack", path, cache)
+    settings = GuimemSettings()
+    settings.cache_dir = cache
+    recording = _Recording()
+    worker = open_memory("stack", str(path), settings, namespace="stack", embedder=CachedEmbedder(recording),
+                         env_factory=FormEnv)
+    main.commit_round(0, [episode(s, seed=i + 1) for i, s in enumerate(SCRIPTS)])
+    assert worker.refresh()
+    assert not worker.lifecycle.loaded, "the worker must not hold every item, or this shows nothing"
+    states = {it.applicability.state for it, _ in main.lifecycle.entries.values() if it.kind == "edge"}
+    on_edges = [q for q in _queries() if state_text(q.observation, q.task) in states]
+    assert on_edges, "a screen of the round's edges must be asked about"
+    recording.asked.clear()
+    fresh = _open("stack", path, None)
+    for q in on_edges:
+        shown = worker.recall(q)
+        assert shown.items and [i.id for i in shown.items] == [i.id for i in fresh.recall(q).items]
+    waited = {state_text(q.observation, q.task) for q in on_edges} & set(recording.asked)
+    assert not waited, f"recall embedded {len(waited)} screens an edge already holds the vector of"
+    for memory in (worker, fresh, main):
+        memory.close()

@@ -97,15 +97,19 @@ def _pool_entry(app: str) -> str:
 
 
 class _Screen:
-    """The current screen's embedding, computed on first use."""
+    """The current screen's embedding, computed on first use: the vector memory already holds for the same
+    text (an edge learned on this very screen), else embedded. A vector is a function of (role, text) alone,
+    so which of the two it comes from never changes what recall returns, only whether the agent waits."""
 
-    def __init__(self, kit: MemoryKit, query: RecallQuery) -> None:
-        self.kit, self.query = kit, query
+    def __init__(self, kit: MemoryKit, query: RecallQuery,
+                 known: Callable[[str], NDArray[np.float32] | None] = lambda _text: None) -> None:
+        self.kit, self.query, self.known = kit, query, known
         self._vec: NDArray[np.float32] | None = None
 
     def __call__(self) -> NDArray[np.float32]:
         if self._vec is None:
-            self._vec = self.kit.embed_state(self.query.observation, self.query.task)
+            held = self.known(state_text(self.query.observation, self.query.task))
+            self._vec = held if held is not None else self.kit.embed_state(self.query.observation, self.query.task)
         return self._vec
 
 
@@ -271,7 +275,7 @@ class StackMemory(AdmissionMembers, StoredRounds):
             log.info("stack text vectors not reread (%s)", exc)
 
     def refresh(self) -> bool:
-        """Catch up with the store without reopening; the new items' texts are embedded when recall needs them."""
+        """Catch up with the store without reopening; the new items' texts are embedded here, not in a step."""
         if not self.lifecycle.refresh():
             return False
         if self.lifecycle.loaded:
@@ -386,7 +390,7 @@ class StackMemory(AdmissionMembers, StoredRounds):
     def recall(self, query: RecallQuery) -> Injection:
         """MMR across kinds under the token budget; abstain when nothing fits. The screen is embedded
         only when an edge's screen or the ranking needs it (an empty memory embeds nothing)."""
-        here = _Screen(self.kit, query)
+        here = _Screen(self.kit, query, lambda text: self._texts.get(text_key(text, EmbedRole.QUERY)))
         eligible, withheld = self._eligible(query, here)
         if not eligible:
             has_items = self.lifecycle.has_items

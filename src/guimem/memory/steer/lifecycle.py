@@ -87,7 +87,9 @@ class Admission:
         rules: The stack's rules beyond matched controls (`AdmissionRules`); None keeps STEER's: every
             pending item is shown only in its trial arm, admitted items are never re-judged.
         on_scan: Told each chunk of live items when the memory opens without its index cache (the items
-            are read a chunk at a time and not kept: a first open holds one chunk of bodies at a time).
+            are read a chunk at a time and not kept: a first open holds one chunk of bodies at a time), and
+            the live items a `refresh` reads while the items are not all held (so that what recall needs of
+            them, their vectors, is ready before an episode asks).
     """
 
     def __init__(self, kit: MemoryKit, gate_settings: GateSettings, proposer: Proposer,
@@ -96,6 +98,7 @@ class Admission:
         self.gate_settings = gate_settings
         self.proposer = proposer
         self.rules = rules
+        self._on_scan = on_scan
         self.clock = RoundClock(kit.store, kit.namespace)
         self.round = self.clock.applied()
         self._loaded: dict[str, Entry] | None = None  # every item; None until something needs them all
@@ -271,6 +274,7 @@ class Admission:
         where = {item_id: (key, pos) for key, entries in buckets.items() for pos, item_id in entries}
         pooled = {item_id: key for key, entries in pools.items() for _, item_id in entries}
         last = max((pos for _, pos in where.values()), default=-1)
+        read: list[tuple[str, KnowledgeItem]] = []
         for change in records:
             rec = change.record
             item, status = self.view.apply(change), ItemStatus(rec.status)  # kept; counts asked of the store next
@@ -287,11 +291,14 @@ class Admission:
                 last += 1
                 pos = last
             if live:
+                read.append((rec.id, item))
                 adds = [(buckets, _bucket(item))] + ([(pools, ("app", _pool(item)[1:]))] if _pool(item) else [])
                 for found, key in adds:
                     found.setdefault(key, []).append((pos, rec.id))
                     found[key].sort()
         self._buckets, self._pools = buckets, pools
+        if read and self._on_scan is not None:
+            self._on_scan(read)
         return True
 
     def _entry(self, item_id: str) -> Entry | None:
