@@ -32,7 +32,9 @@ MIN_NAME = 3
 
 _INVISIBLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u202a-\u202e"
                         "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff]")
-_SPACED = re.compile(r"(?<![^\W\d_])(?:[^\W\d_][\s.\-_*·|]{1,3}){3,}[^\W\d_](?![^\W\d_])")
+_SEPARATOR = re.compile(r"[\s.\-_*·|]{1,3}")
+"""What spaces letters apart (`_SPACED`)."""
+_SPACED = re.compile(r"(?<![^\W\d_])(?:[^\W\d_]" + _SEPARATOR.pattern + r"){3,}[^\W\d_](?![^\W\d_])")
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s", "!": "i"})
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 
@@ -131,9 +133,6 @@ def _plain(text: str) -> str:
     out = _INVISIBLE.sub("", out)
     out = _SPACED.sub(_unspace, out)
     return " ".join(out.split())
-
-
-_SEPARATOR = re.compile(r"[\s.\-_*·|]{1,3}")
 
 
 def _unspace(match: re.Match[str]) -> str:

@@ -101,15 +101,15 @@ class _Screen:
     text (an edge learned on this very screen), else embedded. A vector is a function of (role, text) alone,
     so which of the two it comes from never changes what recall returns, only whether the agent waits."""
 
-    def __init__(self, kit: MemoryKit, query: RecallQuery,
-                 known: Callable[[str], NDArray[np.float32] | None] = lambda _text: None) -> None:
-        self.kit, self.query, self.known = kit, query, known
+    def __init__(self, kit: MemoryKit, query: RecallQuery, held: VectorTable) -> None:
+        self.kit, self.query, self.held = kit, query, held
         self._vec: NDArray[np.float32] | None = None
 
     def __call__(self) -> NDArray[np.float32]:
         if self._vec is None:
-            held = self.known(state_text(self.query.observation, self.query.task))
-            self._vec = held if held is not None else self.kit.embed_state(self.query.observation, self.query.task)
+            text = state_text(self.query.observation, self.query.task)
+            held = self.held.get(text_key(text, EmbedRole.QUERY))
+            self._vec = held if held is not None else self.kit.embed_text(text, EmbedRole.QUERY)
         return self._vec
 
 
@@ -390,7 +390,7 @@ class StackMemory(AdmissionMembers, StoredRounds):
     def recall(self, query: RecallQuery) -> Injection:
         """MMR across kinds under the token budget; abstain when nothing fits. The screen is embedded
         only when an edge's screen or the ranking needs it (an empty memory embeds nothing)."""
-        here = _Screen(self.kit, query, lambda text: self._texts.get(text_key(text, EmbedRole.QUERY)))
+        here = _Screen(self.kit, query, self._texts)
         eligible, withheld = self._eligible(query, here)
         if not eligible:
             has_items = self.lifecycle.has_items
