@@ -23,8 +23,14 @@ Every target of "Recall in under 15 ms end to end" in one table, each with its r
   embedded by e5. The open that follows ("after") and every recall measured use e5 only; the item
   vectors come from the index cache, as after any first open.
 
+- What the agent waits for in a real evaluation (``--eval-sizes``): a `default` evaluation (explorer, MiniWoB++,
+  speculation on, as `guimem eval` runs) whose memory starts with the N items above (rounds counted from the
+  first; opened once before, so the evaluation opens it from the index cache). From its traces: the recall time
+  each step waited for, over the steps where memory showed items (and, apart, those that embedded, an
+  episode's first steps, and the steps where memory showed nothing).
+
 Usage: python benchmarks/recall_end_to_end.py [--sizes 100000] [--large 1000000] [--ann 100000]
-       [--skip ann,throughput] [--queries 60]
+       [--skip ann,throughput] [--queries 60] [--eval-sizes 100000,1000000 --eval-methods graph,skills,stack]
 """
 
 from __future__ import annotations
@@ -403,6 +409,89 @@ def measure(method: str, size: int, queries: int, stand_in_above: int = 100_000,
     return out
 
 
+# ---------------------------------------------------------------- what the agent waits for, in a real evaluation
+
+def seed_run(store: Path, out: Path, method: str) -> Path:
+    """A new run folder ``out`` whose ``method`` memory starts as a copy of ``store``, its rounds counted from the
+    first again (the copy's items and trial slots kept): ``guimem eval --out out`` then runs every round on it."""
+    from guimem.harness.runfiles import RunDir
+    from guimem.memory.keys import RoundClock
+    from guimem.memory.names import namespace_of
+    from guimem.storage.sqlite import SQLiteStore
+
+    shutil.rmtree(out, ignore_errors=True)
+    target = RunDir(out).store_file(method)
+    target.parent.mkdir(parents=True)
+    shutil.copy(store, target)
+    copy = SQLiteStore(target)
+    try:
+        with copy.transaction():
+            RoundClock(copy, namespace_of(method)).restart()
+    finally:
+        copy.close()
+    return target
+
+
+def agent_waits(run_dir: Path, method: str, rounds: int) -> dict[str, float]:
+    """From a run's traces: the recall time the agent waited for (`Step.timings_ms["recall"]`), p50 / p95, over
+    the steps where memory showed items, and apart: those of them whose recall computed (or waited for) an
+    embedding (`timings_ms["embed"]` > 0), those that are an episode's first step (no settle wait before them to
+    embed the screen in), and the steps where memory showed nothing."""
+    from guimem.harness.runfiles import RunDir
+
+    shown: list[float] = []
+    embedded: list[float] = []
+    first: list[float] = []
+    rest: list[float] = []
+    nothing: list[float] = []
+    run = RunDir(run_dir)
+    for r in range(rounds):
+        for traj in run.readable_traces(method, r).values():
+            for i, step in enumerate(traj.steps):
+                if "recall" not in step.timings_ms:
+                    continue
+                ms = step.timings_ms["recall"]
+                if not step.injection.items:
+                    nothing.append(ms)
+                    continue
+                shown.append(ms)
+                (embedded if step.timings_ms.get("embed", 0.0) > 0 else rest).append(ms)
+                if i == 0:
+                    first.append(ms)
+    out: dict[str, float] = {"steps": len(shown), "embedded": len(embedded), "first_steps": len(first),
+                             "nothing": len(nothing)}
+    for name, values in (("shown", shown), ("embedded", embedded), ("rest", rest), ("first", first),
+                         ("nothing", nothing)):
+        if values:
+            out[f"{name}_p50"], out[f"{name}_p95"] = _p(values, 0.5), _p(values, 0.95)
+    return out
+
+
+def in_eval(method: str, size: int, rounds: int, workers: int, stand_in_above: int) -> dict[str, object]:
+    """A real `default` evaluation (explorer, MiniWoB++) whose memory starts with the ``size`` items of
+    `build_store`: the memory is opened once first (no index cache: time and peak memory, as `measure`), so the
+    evaluation's processes open it from the cache as they would after any first open; then `agent_waits`."""
+    store = build_store(method, size)
+    out = CACHE / "eval" / f"{method}-{size}"
+    path = seed_run(store, out, method)
+    cache = CACHE / "index-cache" / f"eval-{method}-{size}"
+    shutil.rmtree(cache, ignore_errors=True)
+    stand_in = method == "stack" and size > stand_in_above
+    code = (f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+            f"from recall_end_to_end import child; "
+            f"print(json.dumps(child({method!r}, {str(path)!r}, 0, {str(cache)!r}, {stand_in}, True)))")
+    done = subprocess.run([PY, "-c", code], check=True, capture_output=True, text=True)
+    opened = json.loads(done.stdout.strip().splitlines()[-1])
+    t0 = time.perf_counter()
+    subprocess.run([GUIMEM, "eval", "--suite", "default", "--rounds", str(rounds), "--methods", method,
+                    "--workers", str(workers), "--out", str(out), "--json"], check=True, stdout=subprocess.DEVNULL,
+                   env={**os.environ, "GUIMEM_CACHE_DIR": str(cache)})
+    took = time.perf_counter() - t0
+    entries = sum(1 for _ in cache.iterdir()) if cache.exists() else 0
+    return {"open": opened, "stand_in": stand_in, "eval_s": took, "cache_entries": entries,
+            **agent_waits(out, method, rounds)}
+
+
 # ---------------------------------------------------------------- approximate search at 1M
 
 def ann(size: int, queries: int = 500) -> dict[str, object]:
@@ -489,6 +578,12 @@ def main() -> None:
     parser.add_argument("--skip", default="", help="comma-separated: ann, throughput, recall")
     parser.add_argument("--open-only", action="store_true",
                         help="only each memory's first open (no index cache): time, resident and peak memory")
+    parser.add_argument("--eval-sizes", default="",
+                        help="sizes at which a real `default` evaluation runs on a memory that starts with that many "
+                             "items (--eval-methods): the recall the agent waits for, from its traces")
+    parser.add_argument("--eval-methods", default="graph,skills,stack")
+    parser.add_argument("--eval-rounds", type=int, default=2)
+    parser.add_argument("--eval-workers", type=int, default=1)
     parser.add_argument("--json", type=Path, default=None, help="also write every figure to this file")
     args = parser.parse_args()
     skip = set(args.skip.split(","))
@@ -548,6 +643,30 @@ def main() -> None:
                 rows.append((f"{method} peak resident memory of a first open @{size:,}",
                              f"{before['peak_mb']:.0f} MB", 2048, before["peak_mb"] / 2048))
             print(json.dumps({f"{method}@{size}": result}), flush=True)
+    for size in [int(x) for x in args.eval_sizes.split(",") if x]:
+        for method in [m for m in args.eval_methods.split(",") if m]:
+            w = in_eval(method, size, args.eval_rounds, args.eval_workers, args.stand_in_above)
+            figures[f"eval:{method}@{size}"] = w
+            print(json.dumps({f"eval:{method}@{size}": w}), flush=True)
+            at = f"@{size:,}, a real default eval ({args.eval_rounds} rounds, --workers {args.eval_workers})"
+            if "shown_p50" in w:
+                rows.append((f"{method} recall the agent waited for, steps memory showed items ({w['steps']}) "
+                             f"p50 {at}", f"{w['shown_p50']:.2f} ms", 2.0, w["shown_p50"] / 2.0))
+                rows.append((f"{method} the same, p95/p50 (p95 {w['shown_p95']:.2f} ms) {at}",
+                             f"{w['shown_p95'] / w['shown_p50']:.2f}", 2.0, w["shown_p95"] / w["shown_p50"] / 2.0))
+            for part, label in (("embedded", "of them, steps whose recall embedded"),
+                                ("rest", "of them, steps whose vectors were ready"),
+                                ("first", "of them, an episode's first step"),
+                                ("nothing", "steps memory showed nothing (cost nothing to the agent)")):
+                if f"{part}_p50" in w:
+                    count = {"rest": w["steps"] - w["embedded"], "first": w["first_steps"]}.get(part, w.get(part))
+                    rows.append((f"{method} {label} ({count}) p50 / p95 {at}",
+                                 f"{w[f'{part}_p50']:.2f} / {w[f'{part}_p95']:.2f} ms", None, None))
+            stood = " (stand-in item vectors)" if w["stand_in"] else ""
+            large = size >= 1_000_000
+            rows.append((f"{method} first open before the eval{stood}: time, peak memory @{size:,}",
+                         f"{w['open']['first_recall_s']:.1f} s, {w['open']['peak_mb']:.0f} MB", 2048 if large else None,
+                         w["open"]["peak_mb"] / 2048 if large else None))
     if "ann" not in skip:
         result = ann(args.ann)
         figures["ann"] = result

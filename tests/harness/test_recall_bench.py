@@ -1,0 +1,82 @@
+"""benchmarks/recall_end_to_end.py's real-evaluation part: a run folder seeded with a memory of many items, and the
+recall the agent waited for, read from a run's traces."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+from guimem.harness.episode import run_episode
+from guimem.harness.runfiles import RunDir
+from guimem.memory.keys import RoundClock
+from guimem.storage import Record
+from guimem.storage.sqlite import SQLiteStore
+from guimem.testing import FormEnv
+from guimem.testing.memory import LOGIN, PASSWORD, USER, ScriptedPolicy
+from guimem.types import InjectedItem, Injection, ItemKind, Task
+from guimem.types.files import append_trajectory
+
+SPEC = importlib.util.spec_from_file_location(
+    "recall_end_to_end", Path(__file__).parents[2] / "benchmarks" / "recall_end_to_end.py")
+assert SPEC is not None and SPEC.loader is not None
+bench = importlib.util.module_from_spec(SPEC)
+sys.modules[SPEC.name] = bench
+SPEC.loader.exec_module(bench)
+
+GOAL = "Enter the username and the password, then press Login."
+
+
+def test_a_seeded_run_starts_at_the_first_round_with_every_item_and_leaves_the_source_alone(tmp_path):
+    source = tmp_path / "graph-3.sqlite"
+    store = SQLiteStore(source)
+    with store.transaction():
+        for i in range(3):
+            store.put(Record(f"e{i}", "edge", "graph", "active", "{}"))
+        clock = RoundClock(store, "graph")
+        clock.mark(0)
+        clock.mark(1)
+    store.close()
+
+    path = bench.seed_run(source, tmp_path / "run", "graph")
+
+    assert path == RunDir(tmp_path / "run").store_file("graph")
+    seeded = SQLiteStore(path)
+    assert RoundClock(seeded, "graph").committed() == -1
+    assert RoundClock(seeded, "graph").applied() == 2  # trial slots go on
+    assert len(seeded.query("graph", "edge")) == 3
+    seeded.close()
+    original = SQLiteStore(source)
+    assert RoundClock(original, "graph").committed() == 1
+    original.close()
+
+
+def _step_with(step, items: int, recall: float, embed: float):
+    shown = tuple(InjectedItem(id=f"i{k}", kind=ItemKind.EDGE, text="tap Login") for k in range(items))
+    return step.model_copy(update={"injection": Injection(method="graph", items=shown),
+                                   "timings_ms": {"recall": recall, "embed": embed, "env": 30.0}})
+
+
+def test_waits_are_read_from_the_traces_apart_by_what_the_step_did(tmp_path):
+    run = RunDir(tmp_path / "run")
+    # (items shown, recall ms, of it embedding) per step, two episodes in round 0 and one in round 1
+    plans = {0: [[(1, 40.0, 38.0), (1, 2.0, 0.0), (0, 0.1, 0.0)], [(2, 3.0, 0.0), (0, 0.2, 0.0), (1, 1.0, 0.0)]],
+             1: [[(0, 30.0, 29.0), (1, 4.0, 0.0), (1, 50.0, 47.0)]]}
+    for r, episodes in plans.items():
+        for seed, plan in enumerate(episodes):
+            traj = run_episode(FormEnv(), ScriptedPolicy([USER, PASSWORD, LOGIN]),
+                               Task(id="form-01", goal=GOAL, app="form", seed=seed + 10 * r, max_steps=5))
+            assert len(traj.steps) == len(plan)
+            steps = [_step_with(s, *p) for s, p in zip(traj.steps, plan, strict=True)]
+            append_trajectory(run.trace_file("graph", r), traj.model_copy(update={"steps": tuple(steps)}))
+
+    w = bench.agent_waits(run.path, "graph", rounds=2)
+
+    assert (w["steps"], w["embedded"], w["first_steps"], w["nothing"]) == (6, 2, 2, 3)
+    assert (w["shown_p50"], w["shown_p95"]) == (3.0, 50.0)
+    assert (w["embedded_p50"], w["embedded_p95"]) == (40.0, 50.0)
+    assert (w["rest_p50"], w["rest_p95"]) == (3.0, 4.0)
+    assert (w["first_p50"], w["first_p95"]) == (3.0, 40.0)
+    assert w["nothing_p95"] == 30.0
+    # a round the run has not reached adds nothing
+    assert bench.agent_waits(run.path, "graph", rounds=3) == w
