@@ -3,10 +3,6 @@ recall the agent waited for, read from a run's traces."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 from guimem.harness.episode import run_episode
 from guimem.harness.runfiles import RunDir
 from guimem.memory.keys import RoundClock
@@ -16,13 +12,9 @@ from guimem.testing import FormEnv
 from guimem.testing.memory import LOGIN, PASSWORD, USER, ScriptedPolicy
 from guimem.types import InjectedItem, Injection, ItemKind, Task
 from guimem.types.files import append_trajectory
+from tests.harness.benchmark_module import load
 
-SPEC = importlib.util.spec_from_file_location(
-    "recall_end_to_end", Path(__file__).parents[2] / "benchmarks" / "recall_end_to_end.py")
-assert SPEC is not None and SPEC.loader is not None
-bench = importlib.util.module_from_spec(SPEC)
-sys.modules[SPEC.name] = bench
-SPEC.loader.exec_module(bench)
+bench = load("recall_end_to_end")
 
 GOAL = "Enter the username and the password, then press Login."
 

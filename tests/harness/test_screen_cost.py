@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 from guimem.envs.attacks import Attack, Goal, Phrasing, Placement
 from guimem.envs.poison import PoisonedEnv
 from guimem.harness.episode import run_episode
@@ -14,13 +10,9 @@ from guimem.testing import FormEnv
 from guimem.testing.memory import LOGIN, PASSWORD, USER, ScriptedPolicy
 from guimem.types import Task
 from guimem.types.files import append_trajectory
+from tests.harness.benchmark_module import load
 
-SPEC = importlib.util.spec_from_file_location(
-    "screen_cost", Path(__file__).parents[2] / "benchmarks" / "screen_cost.py")
-assert SPEC is not None and SPEC.loader is not None
-bench = importlib.util.module_from_spec(SPEC)
-sys.modules[SPEC.name] = bench
-SPEC.loader.exec_module(bench)
+bench = load("screen_cost")
 
 GOAL = "Enter the username and the password, then press Login."
 

@@ -3,18 +3,10 @@ harm counted per (task, seed, round), and the share of the within-task gain tran
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 from guimem.harness.runfiles import EpisodeResult
+from tests.harness.benchmark_module import load
 
-SPEC = importlib.util.spec_from_file_location(
-    "transfer_families", Path(__file__).parents[2] / "benchmarks" / "transfer_families.py")
-assert SPEC is not None and SPEC.loader is not None
-table = importlib.util.module_from_spec(SPEC)
-sys.modules[SPEC.name] = table  # its dataclass looks its module up
-SPEC.loader.exec_module(table)
+table = load("transfer_families")
 
 
 def _r(method: str, task: str, rnd: int, ok: bool, seed: int = 1) -> EpisodeResult:
