@@ -31,6 +31,22 @@ def test_a_value_s_role_is_where_the_goal_puts_it_as_a_whole_word():
     assert goal_roles(inside) == {"name": "from|"}, "not the 'ma' inside 'email'"
 
 
+def test_a_goal_read_once_is_read_alike_again_and_a_caller_cannot_change_it():
+    from guimem.memory.roles import _read_goal, shown_names
+
+    _read_goal.cache_clear()
+    first = goal_roles(FORWARD)
+    first["by"] = "changed"
+    again = Task(id="another-id", app="other", goal=FORWARD.goal, params=dict(FORWARD.params), seed=3)
+    assert goal_roles(again) == {"by": "by|and", "to": "to|"}, "a caller's change never reaches the next reading"
+    assert _read_goal.cache_info().hits >= 1, "the same goal and parameters are read once"
+    assert goal_roles(OTHER_NAMES) == {"sender": "by|and", "recipient": "to|"}, "other parameters: read anew"
+    assert shown_names(REPLY) == {"by", "quoted0"}
+    shown = shown_names(REPLY)
+    shown.add("x")
+    assert shown_names(REPLY) == {"by", "quoted0"}
+
+
 def test_binding_is_one_to_one_and_never_guesses():
     assert binding(["to"], {"to": "to|"}, REPLY) == {}, "the sender a reply is sent to is not a recipient"
     two = Task(id="t", app="miniwob", goal="Type x in A and y in B.", params={"p": "x", "q": "y"})

@@ -78,3 +78,28 @@ def test_an_unnamed_element_resolves_back_to_itself_among_named_ones(names):
         UIElement(ref=str(i), role=Role.TEXTBOX, label=n, editable=True) for i, n in enumerate(names)))
     for el in obs.elements:
         assert Selector.for_element(el, obs).resolve(obs).element.ref == el.ref
+
+
+def test_each_screen_is_matched_on_its_own_text_however_many_screens_came_before():
+    """The normalised names kept per screen are the screen's own: a screen made after the ones kept, even one
+    that takes a freed screen's place in memory, is read afresh."""
+    sel = Selector(role=Role.BUTTON, text="Submit")
+    for i in range(40):  # more screens than are kept, each gone before the next is made
+        text = "Submit" if i % 2 else "Cancel"
+        obs = Observation(app="w", elements=(UIElement(ref="1", role=Role.BUTTON, text=f"  {text} ", clickable=True),))
+        assert sel.resolve(obs).ok is bool(i % 2), i
+        assert Selector(role=Role.BUTTON).resolve(obs).status is MatchStatus.NO_MATCH, "a named button is not unnamed"
+        del obs
+
+
+def test_binding_nothing_to_fill_is_the_same_selector_and_filling_is_a_new_one():
+    from guimem.types import Action, ActionKind
+
+    plain = Selector(role=Role.LINK, text="Ipsum")
+    assert plain.bind({"x": "y"}) is plain
+    filled = Selector(role=Role.LINK, text="{x}").bind({"x": "y"})
+    assert filled.text == "y" and filled == Selector(role=Role.LINK, text="y")
+    tap = Action(kind=ActionKind.TAP, selector=plain)
+    assert tap.bind({"x": "y"}) is tap
+    typed = Action(kind=ActionKind.TYPE, selector=plain, text="{x}").bind({"x": "y"})
+    assert typed.text == "y" and typed.selector is plain

@@ -10,9 +10,11 @@ value). Only task parameters bind: a quoted goal value has a role but no name an
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from guimem.memory.generalise import VERBS, task_values
 from guimem.types import Action, InjectedItem, Task
@@ -33,17 +35,38 @@ def goal_roles(task: Task) -> dict[str, str]:
     """Each of the task's values (its parameters and quoted goal substrings) → its role where it first
     stands in the goal as a whole word: the nearest word before it that is not a filler and the word right
     after it (``by|and`` in "the email by Livia and ..."); values the goal does not show have no role."""
-    goal = task.goal.casefold()
-    out: dict[str, str] = {}
-    for name, value in task_values(task).items():
+    return dict(_read(task).roles)  # a fresh copy: callers may change it
+
+
+class _GoalReading(NamedTuple):
+    roles: dict[str, str]  # never changed once read (`goal_roles` hands out copies)
+    shown: frozenset[str]  # `shown_names`
+    quoted: frozenset[str]  # the names of the quoted goal values that are not parameters
+
+
+def _read(task: Task) -> _GoalReading:
+    """What the goal says of the task's values. It depends on the goal and the parameters alone, and one recall
+    asks it once per candidate skill of the same task, so the last few readings are kept."""
+    return _read_goal(task.goal, tuple(task.params.items()))
+
+
+@functools.lru_cache(maxsize=64)
+def _read_goal(goal_text: str, params: tuple[tuple[str, str], ...]) -> _GoalReading:
+    task = Task(id="", goal=goal_text, app="", params=dict(params))
+    goal = goal_text.casefold()
+    roles: dict[str, str] = {}
+    shown: set[str] = set()
+    values = task_values(task)
+    for name, value in values.items():
         found = _whole_word(value.strip().casefold(), goal)
         if found is None:
             continue
+        shown.add(name)
         before = [w for w in _WORD.findall(goal[max(0, found.start() - 60):found.start()]) if w not in _FILLER]
         after = _WORD.findall(goal[found.end():found.end() + 30])
         if before:
-            out[name] = f"{before[-1]}|{after[0] if after else ''}"[:MAX_ROLE]
-    return out
+            roles[name] = f"{before[-1]}|{after[0] if after else ''}"[:MAX_ROLE]
+    return _GoalReading(roles, frozenset(shown), frozenset(n for n in values if n not in task.params))
 
 
 def roles_of(actions: Iterable[Action], task: Task, names: Iterable[str] = ()) -> dict[str, str]:
@@ -103,8 +126,7 @@ def bound_args(names: Iterable[str], roles: dict[str, str], task: Task) -> dict[
 
 def shown_names(task: Task) -> set[str]:
     """The names of ``task``'s values (its parameters and quoted substrings) that its goal shows as whole words."""
-    goal = task.goal.casefold()
-    return {name for name, value in task_values(task).items() if _whole_word(value.strip().casefold(), goal)}
+    return set(_read(task).shown)
 
 
 def unplaced(placed: Iterable[str], task: Task) -> int:
@@ -118,8 +140,7 @@ def placed_here(names: Iterable[str], roles: dict[str, str], task: Task) -> set[
     """The names of ``task``'s values that the placeholders ``names`` place: the parameters they bind to (by name,
     else by role, `binding`) and the quoted goal values they name."""
     wanted = set(names)
-    quoted = {n for n in task_values(task) if n not in task.params}
-    return set(binding(wanted, roles, task).values()) | (wanted & quoted)
+    return set(binding(wanted, roles, task).values()) | (wanted & _read(task).quoted)
 
 
 def rebind(item: InjectedItem, task: Task) -> InjectedItem:

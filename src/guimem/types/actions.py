@@ -108,11 +108,11 @@ class Action(BaseModel):
     def bind(self, params: dict[str, str]) -> Action:
         """A copy with ``{param}`` placeholders in the selector and text filled."""
         update: dict[str, object] = {}
-        if self.selector is not None:
-            update["selector"] = self.selector.bind(params)
-        if self.text is not None:
-            update["text"] = fill(self.text, params)
-        return self.model_copy(update=update)
+        if self.selector is not None and (selector := self.selector.bind(params)) is not self.selector:
+            update["selector"] = selector
+        if self.text is not None and (text := fill(self.text, params)) != self.text:
+            update["text"] = text
+        return self.model_copy(update=update) if update else self
 
     def describe(self) -> str:
         """A compact, readable form, e.g. ``type(textbox "Username", "alice")``."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -110,8 +111,28 @@ def fill(template: str, params: dict[str, str]) -> str:
     return _PLACEHOLDER.sub(lambda m: params.get(m.group(1), m.group(0)), template)
 
 
-def _named(el: UIElement) -> bool:
-    return any(normalise_text(getattr(el, attr)) for attr in ("text", "label", "resource_id"))
+_NAMES = ("text", "label", "resource_id")
+_NORMALISED: OrderedDict[int, tuple[Observation, tuple[tuple[str, str, str], ...]]] = OrderedDict()
+_NORMALISED_KEPT = 8
+
+
+def _normalised(observation: Observation) -> tuple[tuple[str, str, str], ...]:
+    """Each element's (text, label, resource id), normalised (`normalise_text`). A recall matches many selectors
+    against one screen, so the last few screens' are kept (by identity: each entry holds its observation, so
+    its id is not reused while it is kept; observations are frozen)."""
+    key = id(observation)
+    kept = _NORMALISED.get(key)
+    if kept is not None and kept[0] is observation:
+        return kept[1]
+    names = tuple((normalise_text(el.text), normalise_text(el.label), normalise_text(el.resource_id))
+                  for el in observation.elements)
+    _NORMALISED[key] = (observation, names)
+    while len(_NORMALISED) > _NORMALISED_KEPT:
+        try:
+            _NORMALISED.popitem(last=False)
+        except KeyError:  # another thread emptied it first
+            break
+    return names
 
 
 def _reported(el: UIElement) -> bool:
@@ -219,28 +240,25 @@ class Selector(BaseModel):
         return [p for f in (self.text, self.label, self.resource_id, self.near) for p in placeholders(f)]
 
     def bind(self, params: dict[str, str]) -> Selector:
-        """A copy with placeholders filled from ``params``."""
-        return self.model_copy(
-            update={
-                "text": fill(self.text, params),
-                "label": fill(self.label, params),
-                "resource_id": fill(self.resource_id, params),
-                "near": fill(self.near, params),
-            }
-        )
+        """A copy with placeholders filled from ``params`` (itself when it has none to fill)."""
+        update = {"text": fill(self.text, params), "label": fill(self.label, params),
+                  "resource_id": fill(self.resource_id, params), "near": fill(self.near, params)}
+        if all(getattr(self, name) == value for name, value in update.items()):
+            return self
+        return self.model_copy(update=update)
 
     def matches(self, observation: Observation, params: dict[str, str]) -> list[UIElement]:
         """Every element the bound selector matches, in document order."""
         bound = self.bind(params)
-        want = [(attr, normalise_text(getattr(bound, attr))) for attr in ("text", "label", "resource_id")]
-        want = [(a, v) for a, v in want if v]
+        want = [(i, normalise_text(getattr(bound, attr))) for i, attr in enumerate(_NAMES)]
+        want = [(i, v) for i, v in want if v]
         out = []
-        for el in observation.elements:
+        for el, names in zip(observation.elements, _normalised(observation), strict=True):
             if bound.role is not None and el.role is not bound.role:
                 continue
-            if not want and _named(el):  # a selector that names nothing was learned on an unnamed element
+            if not want and any(names):  # a selector that names nothing was learned on an unnamed element
                 continue
-            if all(self._field_matches(attr, normalise_text(getattr(el, attr)), value) for attr, value in want):
+            if all(self._field_matches(_NAMES[i], names[i], value) for i, value in want):
                 out.append(el)
         return out
 

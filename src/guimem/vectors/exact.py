@@ -87,6 +87,9 @@ class ExactIndex:
             return []
         scores = self._matrix[:n] @ np.asarray(query, dtype=np.float32).reshape(self._dim)
         k = min(k, n)
+        if k == 1:  # the nearest alone (a graph's node): one pass, ties to the first added
+            best = int(np.argmax(scores))
+            return [Hit(self._ids[best], float(scores[best]))]
         top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
         top = top[np.argsort(-scores[top], kind="stable")]
         return [Hit(self._ids[i], float(scores[i])) for i in top]
