@@ -166,9 +166,16 @@ def screen(text: str, *, control: bool = False, site: str = "", summary: bool = 
         summary: The span is a summary of what was done (a model's or an export's words), not page text:
             naming a password field is what a login procedure says, so credentials are not screened.
     """
+    return _screen(text[:MAX_SCREENED], control, site[:MAX_SCREENED], summary)  # what lies beyond is never read
+
+
+@lru_cache(maxsize=8192)
+def _screen(text: str, control: bool, site: str, summary: bool) -> Finding | None:
+    """`screen` of one bounded span. Recall screens the same controls' names for every item that acts on them, on
+    every screen, so the answers are kept (a `Finding` is frozen)."""
     if not text.strip():
         return None
-    span = " ".join(text[:MAX_SCREENED].split())
+    span = " ".join(text.split())
     for form in dict.fromkeys((normalise(text), _deleet(normalise(text)))):
         found = _screen_form(form, span, site, control, summary)
         if found is not None:

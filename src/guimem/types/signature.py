@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 from guimem.types.ui import Observation, Role, UIElement
 
@@ -26,10 +27,32 @@ def mask_text(text: str, masks: Iterable[str] = (), limit: int | None = _MAX_TEX
 
     ``limit`` caps the result for screen signatures (a token per element); item texts that people
     read pass ``limit=None`` and are never cut."""
+    patterns = _mask_patterns(tuple(masks))
+    if len(text) <= _KEPT_TEXT:  # a control's name: the same ones come back on every screen of an app
+        return _masked(text, patterns, limit)
+    return _mask(text, patterns, limit)
+
+
+_KEPT_TEXT = 200
+
+
+@lru_cache(maxsize=256)
+def _mask_patterns(masks: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    """One whole-word pattern per value, longest first (as `mask_text` applies them)."""
+    # whole words only: a password "US" must not turn "username" into "{v}ername"
+    return tuple(re.compile(rf"(?<!\w){re.escape(value.strip())}(?!\w)", re.IGNORECASE)
+                 for value in sorted((m for m in masks if len(m.strip()) >= 2), key=len, reverse=True))
+
+
+@lru_cache(maxsize=16384)
+def _masked(text: str, patterns: tuple[re.Pattern[str], ...], limit: int | None) -> str:
+    return _mask(text, patterns, limit)
+
+
+def _mask(text: str, patterns: tuple[re.Pattern[str], ...], limit: int | None) -> str:
     out = text
-    for value in sorted((m for m in masks if len(m.strip()) >= 2), key=len, reverse=True):
-        # whole words only: a password "US" must not turn "username" into "{v}ername"
-        out = re.sub(rf"(?<!\w){re.escape(value.strip())}(?!\w)", "{v}", out, flags=re.IGNORECASE)
+    for pattern in patterns:
+        out = pattern.sub("{v}", out)
     out = _NUMBER.sub("#", out)
     out = _SPACE.sub(" ", out).strip()
     return out if limit is None else out[:limit]
