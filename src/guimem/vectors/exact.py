@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from guimem.errors import StoreError
+from guimem.vectors import coded
 from guimem.vectors.base import Hit
 
 
@@ -17,6 +18,8 @@ class ExactIndex:
 
     A loaded index is memory-mapped and read-only until it is first changed (then copied into
     memory), so opening one of a million vectors costs milliseconds, not a read of the whole file.
+    From `coded.CODED_FROM` rows a search reads int8 codes of the rows first and the float32 rows only
+    where they could be among the best (`coded.Codes`): the same answer, a quarter of the bytes.
     """
 
     def __init__(self, dim: int) -> None:
@@ -25,6 +28,7 @@ class ExactIndex:
         self._ids: list[str] = []
         self._row_of: dict[str, int] | None = {}
         self._n = 0
+        self._codes = coded.Codes(dim) if coded.available() else None
 
     @property
     def dim(self) -> int:
@@ -61,6 +65,8 @@ class ExactIndex:
                 self._ids.append(ident)
                 rows[ident] = row
                 self._n += 1
+            elif self._codes is not None:
+                self._codes.changed(row)
             self._matrix[row] = vec
 
     def remove(self, ids: Sequence[str]) -> None:
@@ -77,21 +83,29 @@ class ExactIndex:
                 self._matrix[row] = self._matrix[last]
                 self._ids[row] = moved
                 rows[moved] = row
+                if self._codes is not None:
+                    self._codes.changed(row)
             self._ids.pop()
             self._n -= 1
+            if self._codes is not None:
+                self._codes.truncated(self._n)
 
     def search(self, query: NDArray[np.float32], k: int) -> list[Hit]:
         """Exact top-k by dot product (cosine for normalised vectors)."""
         n = self._n
         if n == 0 or k <= 0:
             return []
-        scores = self._matrix[:n] @ np.asarray(query, dtype=np.float32).reshape(self._dim)
+        q = np.asarray(query, dtype=np.float32).reshape(self._dim)
         k = min(k, n)
-        if k == 1:  # the nearest alone (a graph's node): one pass, ties to the first added
+        if self._codes is not None and n >= coded.CODED_FROM and k < n:
+            rows, found = self._codes.top(self._matrix, n, q, k)
+            return [Hit(self._ids[int(i)], float(s)) for i, s in zip(rows, found, strict=True)]
+        scores = self._matrix[:n] @ q
+        if k == 1:  # the nearest alone (a graph's node): one pass, ties to the lower row
             best = int(np.argmax(scores))
             return [Hit(self._ids[best], float(scores[best]))]
         top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
-        top = top[np.argsort(-scores[top], kind="stable")]
+        top = top[np.lexsort((top, -scores[top]))]  # best first, ties to the lower row
         return [Hit(self._ids[i], float(scores[i])) for i in top]
 
     def get(self, ident: str) -> NDArray[np.float32] | None:
@@ -108,6 +122,10 @@ class ExactIndex:
         path.mkdir(parents=True, exist_ok=True)
         np.save(path / "vectors.npy", np.ascontiguousarray(self._matrix[: self._n]))
         np.save(path / "ids.npy", np.asarray(self._ids, dtype=str) if self._ids else np.zeros(0, dtype="<U1"))
+        if self._codes is not None and self._n >= coded.CODED_FROM:
+            self._codes.save(path, self._matrix, self._n)
+        else:  # codes an earlier save left here would not match these rows
+            coded.Codes.remove(path)
 
     def load(self, path: Path) -> None:
         """Load what `save` wrote (the vectors memory-mapped, read-only until changed)."""
@@ -123,3 +141,5 @@ class ExactIndex:
         self._ids = [str(i) for i in ids]
         self._n = len(self._ids)
         self._row_of = None
+        if self._codes is not None:
+            self._codes.load(path, self._n)
