@@ -341,3 +341,55 @@ def test_a_new_store_at_a_deleted_store_s_path_does_not_take_its_cache(kit, tmp_
     again = GraphMemory(kit, SETTINGS)
     assert _view(again) == expected
     kit.store.close()
+
+
+def test_a_stack_first_open_cut_short_resumes_where_its_last_save_left_off(kit, tmp_path, monkeypatch):
+    """#34: a first open of a million items embeds for hours; it saves its text vectors now and then, so an open
+    that dies part way (here: the embedder fails) is followed by one that embeds only what was not saved."""
+    import guimem.memory.stack as stack_module
+    from guimem.memory.stack import StackMemory
+    from guimem.memory.view import ItemView
+
+    learned = StackMemory(_cached(kit, tmp_path / "learned"))
+    for r in range(3):
+        trajs = [episode([USER, PASS, LOGIN], seed=10 * r + 1, memory=learned, round_index=r, slot=0),
+                 episode([USER, CANCEL], seed=10 * r + 2, memory=learned, round_index=r, slot=1)]
+        learned.commit_round(r, trajs)
+    expected = [(i.id, i.text) for i in learned.recall(query()).items]
+    stream = ItemView.stream
+    monkeypatch.setattr(ItemView, "stream", lambda self, statuses=None, chunk=500: stream(self, statuses, chunk=1))
+    monkeypatch.setattr(stack_module, "CHECKPOINT_TEXTS", 1)
+
+    class Cut:
+        """The kit's embedder, recording what it embeds, failing once it has embedded ``fail_after`` texts."""
+
+        def __init__(self, inner, fail_after):
+            self.inner, self.fail_after, self.asked = inner, fail_after, []
+            self.name, self.dim = inner.name, inner.dim
+
+        def embed(self, texts, role=None):
+            if self.fail_after is not None and len(self.asked) + len(texts) > self.fail_after:
+                raise RuntimeError("the open is cut short")
+            self.asked.extend(texts)
+            return self.inner.embed(texts) if role is None else self.inner.embed(texts, role)
+
+    def counted(fail_after: int | None):
+        recorder = Cut(kit.embedder.inner, fail_after)
+        return type(kit.embedder)(recorder), recorder.asked
+
+    whole_embedder, whole = counted(None)
+    StackMemory(dataclasses.replace(kit, cache_dir=tmp_path / "whole", embedder=whole_embedder))
+    assert len(whole) >= 4, "enough texts to cut the open short"
+    cache = tmp_path / "resumed"
+    cut_embedder, cut = counted(len(whole) // 2)
+    try:
+        StackMemory(dataclasses.replace(kit, cache_dir=cache, embedder=cut_embedder))
+    except Exception as exc:  # the failure, as the open raises it
+        assert "cut short" in str(exc) or "cut short" in str(exc.__cause__)
+    else:
+        raise AssertionError("the open should have failed part way")
+    assert 0 < len(cut) <= len(whole) // 2
+    rest_embedder, rest = counted(None)
+    again = StackMemory(dataclasses.replace(kit, cache_dir=cache, embedder=rest_embedder))
+    assert sorted(cut + rest) == sorted(whole), "each text embedded once across the two opens"
+    assert [(i.id, i.text) for i in again.recall(query()).items] == expected

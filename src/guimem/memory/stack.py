@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -74,6 +75,9 @@ from guimem.vectors.table import VectorTable
 
 KIND_CAPS = {"procedure": 1, "warning": 1, "skill": 2, "edge": 2}
 log = logging.getLogger(__name__)
+CHECKPOINT_TEXTS = 16_384
+"""New text vectors before a long embedding saves them (`StackMemory._checkpoint`): about 4 minutes of e5 here."""
+CHECKPOINT_S = 900.0
 
 
 def failed_text(behaviour: Behaviour, effect: str) -> str:
@@ -211,6 +215,7 @@ class StackMemory(AdmissionMembers, StoredRounds):
         if self.cache.open_index("texts", self._texts, revision=False) is None:
             self._texts = VectorTable(kit.embedder.dim, spill_dir=self.cache.folder)
         self._unsaved = False
+        self._saved_texts, self._saved_at = len(self._texts), time.monotonic()
         self._skills: dict[str, str] = {}  # name → id of the skills recall has shown (what a policy can run)
         self._searches: dict[str, PoolSearch] = {}  # by app: the large transfer pools' relevance indexes
         # opened without its index cache, the lifecycle reads the items a chunk at a time and the texts of each
@@ -242,6 +247,18 @@ class StackMemory(AdmissionMembers, StoredRounds):
         states = sorted({it.applicability.state for _, it in items if it.kind == "edge" and it.applicability.state})
         if states:
             self._ensure(states, EmbedRole.QUERY)
+        self._checkpoint()
+
+    def _checkpoint(self) -> None:
+        """Save the text vectors now and then while many are embedded (a first open of a million items embeds for
+        hours): an open cut short resumes, the next one embedding only what was not saved. Saved once at least
+        `CHECKPOINT_TEXTS` are new and they are as many as those saved before (so all the saves together write
+        at most twice what the last one does), or `CHECKPOINT_S` has passed since the last save."""
+        new = len(self._texts) - self._saved_texts
+        if new >= CHECKPOINT_TEXTS and (new >= self._saved_texts or time.monotonic() - self._saved_at >= CHECKPOINT_S):
+            log.info("stack: saving %d text vectors (%d new) so that an interrupted open resumes",
+                     len(self._texts), new)
+            self._save_cache()
 
     def _warm(self) -> None:
         """After a boundary or a refresh of a memory that holds every item: embed the live items' texts."""
@@ -269,6 +286,7 @@ class StackMemory(AdmissionMembers, StoredRounds):
         if folder is None:  # not written (a full disk): keep them, and try again at the next save
             return
         self._unsaved = False
+        self._saved_texts, self._saved_at = len(self._texts), time.monotonic()
         try:  # read back what was just written, memory-mapped: what was added (held and spilled) is dropped
             self._texts.load(folder / "index")
         except StoreError as exc:  # another process replaced the entry in between: keep what is held
