@@ -77,6 +77,7 @@ def test_coded_search_never_asks_for_amx_tiles():
     """AMX tiles kill a process that did not ask the kernel for them first (SIGILL): NumKong's are turned off."""
     import numkong
 
+    assert coded.available()  # what imports NumKong for guimem
     caps = numkong.get_capabilities()
     assert not caps.get("sapphireamx") and not caps.get("graniteamx")
 

@@ -25,25 +25,31 @@ _CHUNK = 65536  # rows coded at a time (bounded temporaries at a million rows)
 _SLACK = 1e-4  # relative room for float32 rounding in the exact products the bounds are compared with
 
 
+_UNSET: Any = object()
+_NK: Any = _UNSET  # NumKong, or None where it is not installed: imported on first need (it takes ~0.1 s)
+
+
 def _kernels() -> Any | None:
+    global _NK
+    if _NK is not _UNSET:
+        return _NK
     try:
         import numkong
     except ImportError:
+        _NK = None
         return None
     # AMX tiles need the process to ask the kernel first; a library that skips that dies of SIGILL on machines
     # that have them (seen with llama.cpp here). Int8 vector products need no tiles.
     for capability in ("sapphireamx", "graniteamx"):
         with contextlib.suppress(Exception):  # an older or newer NumKong without it: nothing to disable
             numkong.disable_capability(capability)
+    _NK = numkong
     return numkong
-
-
-_NK: Any | None = _kernels()
 
 
 def available() -> bool:
     """Can coded search run here (NumKong importable)?"""
-    return _NK is not None
+    return _kernels() is not None
 
 
 class Codes:
@@ -134,7 +140,8 @@ class Codes:
             ) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
         """The exact top ``k`` rows of ``matrix[:n] @ query`` and their float32 scores (up to float32 rounding),
         best first, ties to the lower row; 0 < k < n."""
-        assert _NK is not None
+        kernels = _kernels()
+        assert kernels is not None
         self._sync(matrix, n)
         q = np.asarray(query, dtype=np.float64)
         peak = float(np.abs(q).max())
@@ -142,7 +149,7 @@ class Codes:
         d = np.clip(np.rint(q / t), -127, 127)
         q_norm = float(np.linalg.norm(q))
         q_error = float(np.linalg.norm(q - d * t))
-        dots = np.asarray(_NK.cdist(d.astype(np.int8)[None, :], self._codes[:n], metric="dot"))[0]
+        dots = np.asarray(kernels.cdist(d.astype(np.int8)[None, :], self._codes[:n], metric="dot"))[0]
         approx = dots * (self._scales[:n] * t)
         # e·|q| + |s·c|·|q − t·d|, and room for rounding: _SLACK·|q|·(|s·c| + e) ≥ _SLACK·|q|·|x|
         bound = self._errors[:n] * (q_norm * (1 + _SLACK)) + self._norms[:n] * (q_error + _SLACK * q_norm)

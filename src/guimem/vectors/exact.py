@@ -28,7 +28,7 @@ class ExactIndex:
         self._ids: list[str] = []
         self._row_of: dict[str, int] | None = {}
         self._n = 0
-        self._codes = coded.Codes(dim) if coded.available() else None
+        self._codes: coded.Codes | None = coded.Codes(dim)  # used where NumKong is installed
 
     @property
     def dim(self) -> int:
@@ -97,7 +97,7 @@ class ExactIndex:
             return []
         q = np.asarray(query, dtype=np.float32).reshape(self._dim)
         k = min(k, n)
-        if self._codes is not None and n >= coded.CODED_FROM and k < n:
+        if self._codes is not None and n >= coded.CODED_FROM and k < n and coded.available():
             rows, found = self._codes.top(self._matrix, n, q, k)
             return [Hit(self._ids[int(i)], float(s)) for i, s in zip(rows, found, strict=True)]
         scores = self._matrix[:n] @ q
@@ -122,7 +122,7 @@ class ExactIndex:
         path.mkdir(parents=True, exist_ok=True)
         np.save(path / "vectors.npy", np.ascontiguousarray(self._matrix[: self._n]))
         np.save(path / "ids.npy", np.asarray(self._ids, dtype=str) if self._ids else np.zeros(0, dtype="<U1"))
-        if self._codes is not None and self._n >= coded.CODED_FROM:
+        if self._codes is not None and self._n >= coded.CODED_FROM and coded.available():
             self._codes.save(path, self._matrix, self._n)
         else:  # codes an earlier save left here would not match these rows
             coded.Codes.remove(path)
