@@ -393,3 +393,40 @@ def test_a_stack_first_open_cut_short_resumes_where_its_last_save_left_off(kit, 
     again = StackMemory(dataclasses.replace(kit, cache_dir=cache, embedder=rest_embedder))
     assert sorted(cut + rest) == sorted(whole), "each text embedded once across the two opens"
     assert [(i.id, i.text) for i in again.recall(query()).items] == expected
+
+
+def test_skills_learn_a_round_after_a_cached_open_without_reading_every_skill(kit, tmp_path, monkeypatch):
+    """#34: a round's learning merges a candidate with the skill of the same induction key; after a cached open
+    it finds that skill through the cache's keys, never by reading every skill (at 1M skills that read held
+    17.7 GB and rebuilt the whole index inside an evaluation), and the cache it writes opens the next time."""
+    from guimem.memory.settings import SkillSettings
+    from guimem.memory.skills.library import SkillMemory
+    from guimem.memory.view import ItemView
+    from guimem.testing import FormEnv
+
+    kit = _cached(kit, tmp_path)
+    settings = SkillSettings(match_state=False)
+    skills = SkillMemory(kit, settings, env_factory=FormEnv)
+    skills.learn(episode([USER, PASS, LOGIN], seed=1))
+    skills.commit_round(0, [])
+    shown = [(i.id, i.name) for i in skills.recall(query()).items]
+    assert shown, "a verified skill is recalled"
+    support = {name: skills._skill(name)[1].support for _, name in shown}
+    total = sum(skills.stats().values())
+
+    def no_full_read(*args, **kwargs):
+        raise AssertionError("every skill read")
+    monkeypatch.setattr(ItemView, "load", no_full_read)
+    monkeypatch.setattr(ItemView, "stream", no_full_read)
+    again = SkillMemory(kit, settings, env_factory=FormEnv)
+    assert again._names is not None, "opened from the cache"
+    again.learn(episode([USER, PASS, LOGIN], seed=2))
+    again.commit_round(1, [])
+    for skill_id, name in shown:  # the same episode again: every candidate merges with the skill it repeats
+        entry = again._skill(name)
+        assert entry is not None and entry[0] == skill_id and entry[1].support == support[name] + 1, name
+    assert sum(again.stats().values()) == total, "no skill added twice"
+    third = SkillMemory(kit, settings, env_factory=FormEnv)  # the cache written after the round: no read again
+    assert all(third._skill(name)[1].support == support[name] + 1 for _, name in shown)
+    recalled = [(i.id, i.name) for i in again.recall(query()).items]
+    assert [(i.id, i.name) for i in third.recall(query()).items] == recalled

@@ -101,34 +101,19 @@ class SkillMemory(StoredRounds):
         if not self._open_cached():
             self._open_light()
 
-    def _load(self) -> None:
-        """Read every skill from the store (the index rebuilt in one batch)."""
-        self._index = create_index(self.kit.vector_index, self.kit.embedder.dim)
-        self._names = None
-        ids, vecs = [], []
-        for rec, skill in self.view.load():
-            vec = rec.vector_array()
-            self._remember(rec.id, skill, rec.status, None)
-            if vec is not None:
-                self.view.remember(rec.id, skill, rec.status, vec)
-                if self._recallable(rec.status):
-                    ids.append(rec.id)
-                    vecs.append(vec)
-        if ids:
-            self._index.add(ids, np.stack(vecs))
-        self._dirty = True
-
     def _open_light(self) -> None:
         """Open without a cache: read every skill once, keep only what recall needs (the recallable
         skills' vectors in the index, names, counts) and write the cache; bodies are read on demand, as
         after a cached open (a million skills' parsed bodies do not fit in memory; their names do)."""
         names: dict[str, str] = {}
+        keys: dict[str, str] = {}
         counts: dict[str, int] = {}
         self._index = create_index(self.kit.vector_index, self.kit.embedder.dim)
         for part in self.view.stream():  # a chunk at a time: validated (a store is hostile), not kept
             ids, vecs = [], []
             for rec, skill in part:
                 names[skill.name] = rec.id
+                keys[skill.key] = rec.id
                 counts[rec.status] = counts.get(rec.status, 0) + 1
                 vec = rec.vector_array()
                 if vec is not None and self._recallable(rec.status):
@@ -136,7 +121,7 @@ class SkillMemory(StoredRounds):
                     vecs.append(vec)
             if ids:
                 self._index.add(ids, np.stack(vecs))
-        self._names = names
+        self._names, self._by_key = names, keys
         self.view.set_counts(counts)
         self._write_cache(names, counts)
 
@@ -149,7 +134,14 @@ class SkillMemory(StoredRounds):
             return False
         names = IndexCache.array(found[0], "names").tolist()
         ids = IndexCache.array(found[0], "ids").tolist()
+        try:
+            keys = IndexCache.array(found[0], "keys").tolist()
+            key_ids = IndexCache.array(found[0], "key_ids").tolist()
+        except (OSError, ValueError):  # an entry written before it kept the keys: read the store once more
+            self._index = create_index(self.kit.vector_index, self.kit.embedder.dim)
+            return False
         self._names = dict(zip((str(n) for n in names), (str(i) for i in ids), strict=True))
+        self._by_key = dict(zip((str(k) for k in keys), (str(i) for i in key_ids), strict=True))
         return True
 
     def _after_commit(self) -> None:
@@ -161,17 +153,22 @@ class SkillMemory(StoredRounds):
         self._save_cache()
 
     def _save_cache(self) -> None:
-        """Write the ``skills`` entry when skills were read or changed since it was (not after a cached open)."""
-        if not self._dirty or not self.cache.enabled or self._names is not None:
+        """Write the ``skills`` entry when skills changed since it was written."""
+        if not self._dirty or not self.cache.enabled:
             return
-        self._write_cache({name: entry[0] for name, entry in self._skills.items()}, self.stats())
+        names = self._names if self._names is not None else {name: e[0] for name, e in self._skills.items()}
+        self._write_cache(names, self.stats())
         self._dirty = False
 
     def _write_cache(self, names: dict[str, str], counts: dict[str, int]) -> None:
-        """The index, the names (sorted, with their ids) and the counts, as the ``skills`` cache entry."""
-        order = sorted(names)
-        arrays = {"names": np.asarray(order, dtype=str) if order else np.zeros(0, dtype="<U1"),
-                  "ids": np.asarray([names[n] for n in order], dtype=str) if order else np.zeros(0, dtype="<U1")}
+        """The index, the names and the induction keys (sorted, with their ids) and the counts, as the ``skills``
+        cache entry: what a round's learning needs (`_apply` merges by key) without reading every skill."""
+        arrays: dict[str, np.ndarray] = {}
+        for label, table in (("names", "ids"), ("keys", "key_ids")):
+            held = names if label == "names" else self._by_key
+            order = sorted(held)
+            arrays[label] = np.asarray(order, dtype=str) if order else np.zeros(0, dtype="<U1")
+            arrays[table] = np.asarray([held[n] for n in order], dtype=str) if order else np.zeros(0, dtype="<U1")
         self.view.save_entry("skills", arrays, self._index, counts)
 
     def refresh(self) -> bool:
@@ -190,10 +187,6 @@ class SkillMemory(StoredRounds):
             self._remember(rec.id, body, rec.status, rec.vector_array())
         self.view.caught_up(position)
         return True
-
-    def _ensure_loaded(self) -> None:
-        if self._names is not None:
-            self._load()
 
     def _body(self, skill_id: str) -> SkillBody:
         return self.view.get(skill_id)
@@ -221,6 +214,8 @@ class SkillMemory(StoredRounds):
 
     def _remember(self, skill_id: str, body: SkillBody, status: str, vec: NDArray[np.float32] | None) -> None:
         self._skills[body.name] = (skill_id, body, status)
+        if self._names is not None:  # opened without reading every skill: its names stay current
+            self._names[body.name] = skill_id
         self.view.remember(skill_id, body, status, vec)
         self._by_key[body.key] = skill_id
         if vec is not None:
@@ -336,8 +331,8 @@ class SkillMemory(StoredRounds):
                 "failures": len(runs) - ok}
 
     def end_round(self) -> None:
-        """Induce skills from the round's episodes, then log how often each skill was shown this round."""
-        self._ensure_loaded()
+        """Induce skills from the round's episodes, then log how often each skill was shown this round. Nothing
+        else is read: a candidate meets the skill it merges with through its induction key (`_by_key`)."""
         self._dirty = True
         with self.kit.store.transaction():
             for trajectory in self.buffer.drain():
