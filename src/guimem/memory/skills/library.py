@@ -7,6 +7,7 @@ top ``max(3K, 20)`` form the pool, and MMR (λ = 0.7) picks K = 5 of them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Callable
@@ -74,6 +75,15 @@ def merged_program(kept: SkillProgram, again: SkillProgram) -> SkillProgram:
     return kept if left == kept.unplaced else kept.model_copy(update={"unplaced": left})
 
 
+_DIGEST = 32
+
+
+def _digest(key: str) -> str:
+    """An induction key as 32 hex digits of its SHA-256: what `SkillMemory` keeps of it to find the skill a
+    candidate repeats (a key spells out a whole program; a million of them do not belong in memory or a cache)."""
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST]
+
+
 class SkillMemory(StoredRounds):
     """The ``skills`` memory method.
 
@@ -90,7 +100,7 @@ class SkillMemory(StoredRounds):
         self.env_factory = env_factory
         self._index: VectorIndex = create_index(kit.vector_index, kit.embedder.dim)
         self._skills: dict[str, tuple[str, SkillBody, str]] = {}  # name -> skill, when every skill was read
-        self._by_key: dict[str, str] = {}
+        self._by_key: dict[str, str] = {}  # digest of an induction key (`_digest`) -> skill id
         self._shown: dict[str, int] = {}
         self.rounds = RoundLog(kit.store, kit.namespace, screen=kit.defences.quarantine)
         self.buffer = RoundBuffer()
@@ -113,7 +123,7 @@ class SkillMemory(StoredRounds):
             ids, vecs = [], []
             for rec, skill in part:
                 names[skill.name] = rec.id
-                keys[skill.key] = rec.id
+                keys[_digest(skill.key)] = rec.id
                 counts[rec.status] = counts.get(rec.status, 0) + 1
                 vec = rec.vector_array()
                 if vec is not None and self._recallable(rec.status):
@@ -141,7 +151,8 @@ class SkillMemory(StoredRounds):
             self._index = create_index(self.kit.vector_index, self.kit.embedder.dim)
             return False
         self._names = dict(zip((str(n) for n in names), (str(i) for i in ids), strict=True))
-        self._by_key = dict(zip((str(k) for k in keys), (str(i) for i in key_ids), strict=True))
+        self._by_key = dict(zip((k.decode() if isinstance(k, bytes) else str(k) for k in keys),
+                                (str(i) for i in key_ids), strict=True))
         return True
 
     def _after_commit(self) -> None:
@@ -167,7 +178,8 @@ class SkillMemory(StoredRounds):
         for label, table in (("names", "ids"), ("keys", "key_ids")):
             held = names if label == "names" else self._by_key
             order = sorted(held)
-            arrays[label] = np.asarray(order, dtype=str) if order else np.zeros(0, dtype="<U1")
+            kind = str if label == "names" else f"S{_DIGEST}"  # the digests: ASCII, 32 bytes each
+            arrays[label] = np.asarray(order, dtype=kind) if order else np.zeros(0, dtype="<U1")
             arrays[table] = np.asarray([held[n] for n in order], dtype=str) if order else np.zeros(0, dtype="<U1")
         self.view.save_entry("skills", arrays, self._index, counts)
 
@@ -217,7 +229,7 @@ class SkillMemory(StoredRounds):
         if self._names is not None:  # opened without reading every skill: its names stay current
             self._names[body.name] = skill_id
         self.view.remember(skill_id, body, status, vec)
-        self._by_key[body.key] = skill_id
+        self._by_key[_digest(body.key)] = skill_id
         if vec is not None:
             if self._recallable(status):
                 self._index.add([skill_id], vec[None, :])
@@ -238,7 +250,7 @@ class SkillMemory(StoredRounds):
         """Induce skills from a successful trajectory; merge identical programs; verify new ones."""
         report = LearnReport()
         for cand in induce(trajectory, self.settings.lengths):
-            existing = self._by_key.get(cand.key)
+            existing = self._by_key.get(_digest(cand.key))
             if existing is not None and cand.replay:
                 continue  # a run of a routine held here: logged as a use, not a new source (`induce`)
             if existing is not None:
