@@ -430,3 +430,23 @@ def test_skills_learn_a_round_after_a_cached_open_without_reading_every_skill(ki
     assert all(third._skill(name)[1].support == support[name] + 1 for _, name in shown)
     recalled = [(i.id, i.name) for i in again.recall(query()).items]
     assert [(i.id, i.name) for i in third.recall(query()).items] == recalled
+
+
+def test_skills_a_round_merges_with_what_another_writer_added_meanwhile(kit, tmp_path):
+    """Two memories on one store: what one induced while the other was open is met by the other's round (it
+    catches up first), so the same routine is merged, never kept twice."""
+    from guimem.memory.settings import SkillSettings
+    from guimem.memory.skills.library import SkillMemory
+    from guimem.testing import FormEnv
+
+    kit = _cached(kit, tmp_path)
+    settings = SkillSettings(match_state=False)
+    first = SkillMemory(kit, settings, env_factory=FormEnv)
+    other = SkillMemory(kit, settings, env_factory=FormEnv)
+    other.learn(episode([USER, PASS, LOGIN], seed=1))
+    other.commit_round(0, [])
+    added = sum(other.stats().values())
+    assert added > 0
+    first.learn(episode([USER, PASS, LOGIN], seed=2))
+    first.commit_round(1, [])
+    assert sum(first.stats().values()) == added, "merged with the other writer's skills, none added twice"

@@ -104,3 +104,41 @@ def test_a_saved_index_searches_coded_from_its_first_query_and_stale_codes_are_n
     again = ExactIndex(384)
     again.load(tmp_path / "a")
     _same(again.search(q, 5), _plain(again, q, 5))
+
+
+def test_a_row_or_query_that_is_not_finite_is_answered_by_the_float32_product():
+    rng = np.random.default_rng(5)
+    index = ExactIndex(384)
+    index.add([f"v{i}" for i in range(2500)], _e5_like(rng, 2500))
+    q = _e5_like(rng, 1)[0]
+    with np.errstate(invalid="ignore", over="ignore"):
+        bad = q.copy()
+        bad[3] = np.nan
+        assert len(index.search(bad, 10)) == 10, "a NaN query still gets k answers, as the float32 product gives"
+        index.add(["inf"], np.full((1, 384), np.inf, dtype=np.float32))
+        assert len(index.search(q, 10)) == 10
+
+
+def test_two_threads_searching_at_once_get_what_one_gets():
+    import threading
+
+    rng = np.random.default_rng(9)
+    index = ExactIndex(384)
+    index.add([f"v{i}" for i in range(6000)], _e5_like(rng, 6000))
+    queries = _e5_like(rng, 40)
+    index.add(["late"], _e5_like(rng, 1))  # rows not coded yet: the first searches code them
+    expected = [_plain(index, q, 5) for q in queries]
+    errors: list[BaseException] = []
+
+    def run():
+        try:
+            for q, want in zip(queries, expected, strict=True):
+                _same(index.search(q, 5), want)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors

@@ -259,6 +259,8 @@ class StackMemory(AdmissionMembers, StoredRounds):
             log.info("stack: saving %d text vectors (%d new) so that an interrupted open resumes",
                      len(self._texts), new)
             self._save_cache()
+            if self._unsaved:  # not written (a full disk): not tried again until as many more are new
+                self._saved_texts, self._saved_at = len(self._texts), time.monotonic()
 
     def _warm(self) -> None:
         """After a boundary or a refresh of a memory that holds every item: embed the live items' texts."""

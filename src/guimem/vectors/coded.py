@@ -13,6 +13,7 @@ without it, or for a small matrix, the float32 product answers alone.
 from __future__ import annotations
 
 import contextlib
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,8 @@ from numpy.typing import NDArray
 CODED_FROM = 2048
 """Below this many rows the float32 product is as fast and nothing is coded."""
 _CHUNK = 65536  # rows coded at a time (bounded temporaries at a million rows)
-_SLACK = 1e-4  # relative room for float32 rounding in the exact products the bounds are compared with
+_SLACK = 1e-4  # relative room for float32 rounding in the exact products the bounds are compared with (and
+# dim·2⁻²² more: a float32 dot product of dim terms is off by at most about dim·2⁻²⁴·|x|·|q|)
 
 
 _UNSET: Any = object()
@@ -63,6 +65,8 @@ class Codes:
         self._norms = np.zeros(0, dtype=np.float64)  # |s·c|
         self._coded = 0  # rows [0, _coded) are in step with the matrix, but for _dirty
         self._dirty: set[int] = set()
+        self._slack = _SLACK + dim * 2.0**-22
+        self._lock = threading.Lock()  # a search codes rows: two at once must not race
 
     def changed(self, row: int) -> None:
         """Row ``row`` of the matrix was written (replaced, or another row moved into it)."""
@@ -137,9 +141,15 @@ class Codes:
         self._errors[rows] = np.linalg.norm(approx, axis=1)
 
     def top(self, matrix: NDArray[np.float32], n: int, query: NDArray[np.float32], k: int
-            ) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
+            ) -> tuple[NDArray[np.int64], NDArray[np.float32]] | None:
         """The exact top ``k`` rows of ``matrix[:n] @ query`` and their float32 scores (up to float32 rounding),
-        best first, ties to the lower row; 0 < k < n."""
+        best first, ties to the lower row; 0 < k < n. None where a bound is not finite (a NaN or an infinity in
+        the query or a row): then the float32 product answers."""
+        with self._lock:
+            return self._top(matrix, n, query, k)
+
+    def _top(self, matrix: NDArray[np.float32], n: int, query: NDArray[np.float32], k: int
+             ) -> tuple[NDArray[np.int64], NDArray[np.float32]] | None:
         kernels = _kernels()
         assert kernels is not None
         self._sync(matrix, n)
@@ -151,12 +161,16 @@ class Codes:
         q_error = float(np.linalg.norm(q - d * t))
         dots = np.asarray(kernels.cdist(d.astype(np.int8)[None, :], self._codes[:n], metric="dot"))[0]
         approx = dots * (self._scales[:n] * t)
-        # e·|q| + |s·c|·|q − t·d|, and room for rounding: _SLACK·|q|·(|s·c| + e) ≥ _SLACK·|q|·|x|
-        bound = self._errors[:n] * (q_norm * (1 + _SLACK)) + self._norms[:n] * (q_error + _SLACK * q_norm)
+        # e·|q| + |s·c|·|q − t·d|, and room for rounding: slack·|q|·(|s·c| + e) ≥ slack·|q|·|x|
+        slack = self._slack
+        bound = self._errors[:n] * (q_norm * (1 + slack)) + self._norms[:n] * (q_error + slack * q_norm)
         bound += 1e-9
+        upper = approx + bound
+        if not np.isfinite(upper).all():
+            return None
         lower = approx - bound
         kth = lower.max() if k == 1 else np.partition(lower, n - k)[n - k]
-        rows = np.flatnonzero(approx + bound >= kth)
+        rows = np.flatnonzero(upper >= kth)
         exact = np.asarray(matrix[rows], dtype=np.float32) @ np.asarray(query, dtype=np.float32)
         order = np.lexsort((rows, -exact))[:k]
         return rows[order], exact[order]

@@ -98,8 +98,9 @@ class ExactIndex:
         q = np.asarray(query, dtype=np.float32).reshape(self._dim)
         k = min(k, n)
         if self._codes is not None and n >= coded.CODED_FROM and k < n and coded.available():
-            rows, found = self._codes.top(self._matrix, n, q, k)
-            return [Hit(self._ids[int(i)], float(s)) for i, s in zip(rows, found, strict=True)]
+            found = self._codes.top(self._matrix, n, q, k)
+            if found is not None:
+                return [Hit(self._ids[int(i)], float(s)) for i, s in zip(*found, strict=True)]
         scores = self._matrix[:n] @ q
         if k == 1:  # the nearest alone (a graph's node): one pass, ties to the lower row
             best = int(np.argmax(scores))

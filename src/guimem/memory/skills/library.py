@@ -344,7 +344,11 @@ class SkillMemory(StoredRounds):
 
     def end_round(self) -> None:
         """Induce skills from the round's episodes, then log how often each skill was shown this round. Nothing
-        else is read: a candidate meets the skill it merges with through its induction key (`_by_key`)."""
+        else is read: a candidate meets the skill it merges with through its induction key (`_by_key`), after
+        catching up with what other writers added to the store (`refresh`; a store that cannot say is read
+        again, a chunk at a time)."""
+        if not self.refresh():
+            self._open_light()
         self._dirty = True
         with self.kit.store.transaction():
             for trajectory in self.buffer.drain():
