@@ -201,8 +201,64 @@ class StandIn:
         return out
 
 
+class Progress:
+    """The embedder a first open uses, counting the texts it embeds and appending to ``path`` every
+    ``every_s`` (and at the end) one JSON line: this process's texts so far, seconds since the open began,
+    peak resident memory. A first open cut short (the machine's session ended) leaves its last line there;
+    the next attempt resumes from the open's last saved checkpoint, and `resumed_open` adds the attempts up."""
+
+    def __init__(self, inner, path: Path, every_s: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+        self.inner, self.path, self.every_s = inner, path, every_s
+        self.texts = 0
+        self.started = self.last = time.perf_counter()
+        self.pid = os.getpid()
+
+    @property
+    def name(self) -> str:
+        return str(self.inner.name)
+
+    @property
+    def dim(self) -> int:
+        return int(self.inner.dim)
+
+    def embed(self, texts, role="query"):  # type: ignore[no-untyped-def]
+        out = self.inner.embed(texts, role)
+        self.texts += len(texts)
+        if time.perf_counter() - self.last >= self.every_s:
+            self.write()
+        return out
+
+    def write(self, done: bool = False) -> None:
+        self.last = time.perf_counter()
+        line = {"pid": self.pid, "texts": self.texts, "s": self.last - self.started, "peak_mb": _peak_mb(),
+                "done": done}
+        with self.path.open("a") as f:
+            f.write(json.dumps(line) + "\n")
+
+
+def resumed_open(path: Path) -> dict[str, float]:
+    """The attempts of a first open logged by `Progress` at ``path``, added up: each attempt's last line."""
+    last: dict[int, dict[str, float]] = {}
+    for line in path.read_text().splitlines() if path.exists() else []:
+        entry = json.loads(line)
+        last[int(entry["pid"])] = entry
+    texts = sum(e["texts"] for e in last.values())
+    took = sum(e["s"] for e in last.values())
+    return {"attempts": len(last), "texts": texts, "s": took, "texts_per_s": texts / took if took else 0.0,
+            "peak_mb": max((e["peak_mb"] for e in last.values()), default=0.0),
+            "done": any(e.get("done") for e in last.values())}
+
+
+def _keep_saved_texts(cache: Path) -> None:
+    """Remove every entry of an index cache folder but the stack's saved text vectors (valid whatever the store
+    did since): a first open that was cut short resumes from them; everything else is built again."""
+    for entry in cache.glob("index/*/*") if cache.exists() else []:
+        if entry.name != "texts.entry" and not entry.name.startswith("texts-"):
+            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+
+
 def child(method: str, store_path: str, queries: int, cache_dir: str | None,
-          stand_in: bool = False, open_only: bool = False) -> dict[str, object]:
+          stand_in: bool = False, open_only: bool = False, progress: str | None = None) -> dict[str, object]:
     """Open, first recall, cold and warm recall; printed as JSON by the child process."""
     from guimem.embeddings import CachedEmbedder, create_embedder
     from guimem.memory.base import RecallQuery
@@ -215,6 +271,9 @@ def child(method: str, store_path: str, queries: int, cache_dir: str | None,
     embedder.embed(["warm up the model"])
     if stand_in:
         embedder = CachedEmbedder(StandIn(embedder.inner, _template_texts(method)))
+    counted = Progress(embedder.inner, Path(progress)) if progress else None
+    if counted is not None:
+        embedder = CachedEmbedder(counted)
     trajs = [Trajectory.model_validate_json(x) for x in Path(screens()).read_text().splitlines()]
     shots = [(t.task, o) for t in trajs for o in t.observations]
     random.Random(3).shuffle(shots)
@@ -228,6 +287,8 @@ def child(method: str, store_path: str, queries: int, cache_dir: str | None,
     first = time.perf_counter() - start
     rss = _rss_mb() - rss0  # resident memory the open and first recall added
     peak = _peak_mb() - rss0  # the most they held at any moment
+    if counted is not None:
+        counted.write(done=True)
     if not cache_dir or stand_in or open_only:  # nothing more to measure
         memory.close()
         out = {"open_s": opened, "first_recall_s": first, "rss_mb": rss, "peak_mb": peak}
@@ -467,23 +528,36 @@ def agent_waits(run_dir: Path, method: str, rounds: int) -> dict[str, float]:
     return out
 
 
-def in_eval(method: str, size: int, rounds: int, workers: int, stand_in_above: int) -> dict[str, object]:
+def in_eval(method: str, size: int, rounds: int, workers: int, stand_in_above: int,
+            resume: bool = False) -> dict[str, object]:
     """A real `default` evaluation (explorer, MiniWoB++) whose memory starts with the ``size`` items of
     `build_store`: the memory is opened once first (no index cache: time and peak memory, as `measure`), so the
-    evaluation's processes open it from the cache as they would after any first open; then `agent_waits`."""
+    evaluation's processes open it from the cache as they would after any first open; then `agent_waits`.
+
+    With ``resume`` the stack's first open goes on from the text vectors an earlier attempt saved (its
+    checkpoints), and its figures add up every attempt (`resumed_open`); without, it starts from nothing."""
     store = build_store(method, size)
     out = CACHE / "eval" / f"{method}-{size}"
     path = seed_run(store, out, method)
     cache = CACHE / "index-cache" / f"eval-{method}-{size}"
-    shutil.rmtree(cache, ignore_errors=True)
+    log_path = CACHE / "index-cache" / f"eval-{method}-{size}.progress.jsonl"
     stand_in = method == "stack" and size > stand_in_above
+    if resume and method == "stack" and not stand_in:
+        _keep_saved_texts(cache)
+    else:
+        shutil.rmtree(cache, ignore_errors=True)
+        log_path.unlink(missing_ok=True)
     code = (f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
             f"from recall_end_to_end import child; "
-            f"print(json.dumps(child({method!r}, {str(path)!r}, 0, {str(cache)!r}, {stand_in}, True)))")
+            f"print(json.dumps(child({method!r}, {str(path)!r}, 0, {str(cache)!r}, {stand_in}, True, "
+            f"{str(log_path)!r})))")
     done = subprocess.run([PY, "-c", code], check=True, capture_output=True, text=True)
     opened = json.loads(done.stdout.strip().splitlines()[-1])
     if method == "stack" and not stand_in:  # its first open embeds every item's text once (the few edge screens apart)
-        opened["texts_per_s"] = size / opened["open_s"]
+        attempts = resumed_open(log_path)
+        opened.update({"attempts": attempts["attempts"], "texts": attempts["texts"],
+                       "texts_per_s": attempts["texts_per_s"], "all_attempts_s": attempts["s"],
+                       "all_attempts_peak_mb": attempts["peak_mb"]})
     print(json.dumps({f"first open: {method}@{size}": opened}), file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     subprocess.run([GUIMEM, "eval", "--suite", "default", "--rounds", str(rounds), "--methods", method,
@@ -497,7 +571,7 @@ def in_eval(method: str, size: int, rounds: int, workers: int, stand_in_above: i
 
 # ---------------------------------------------------------------- approximate search at 1M
 
-def ann(size: int, queries: int = 500) -> dict[str, object]:
+def ann(size: int, queries: int = 500, dtype: str = "f32") -> dict[str, object]:
     from guimem.embeddings.base import EmbedRole
     from guimem.embeddings.e5 import E5Embedder
     from guimem.memory.generalise import state_text
@@ -533,7 +607,7 @@ def ann(size: int, queries: int = 500) -> dict[str, object]:
     from guimem.vectors.auto import hnsw_params
 
     m, ef_add, _ = hnsw_params(size)
-    index = Index(ndim=base.shape[1], metric="cos", dtype="f32", connectivity=m, expansion_add=ef_add)
+    index = Index(ndim=base.shape[1], metric="cos", dtype=dtype, connectivity=m, expansion_add=ef_add)
     rss0 = _rss_mb()
     t0 = time.perf_counter()
     index.add(np.arange(size, dtype=np.uint64), data)
@@ -549,7 +623,7 @@ def ann(size: int, queries: int = 500) -> dict[str, object]:
             lat.append((time.perf_counter() - t0) * 1000)
             hits += len(set(found.keys.tolist()) & set(truth[qi].tolist()))
         curve.append({"ef": ef, "recall10": hits / (10 * len(query)), "p50_ms": _p(lat, 0.5), "p95_ms": _p(lat, 0.95)})
-    return {"size": size, "connectivity": m, "expansion_add": ef_add, "build_s": build, "index_mb": rss,
+    return {"size": size, "dtype": dtype, "connectivity": m, "expansion_add": ef_add, "build_s": build, "index_mb": rss,
             "exact_p50_ms": _p(exact_ms, 0.5), "curve": curve, "base_texts": int(base.shape[0])}
 
 
@@ -573,6 +647,8 @@ def main() -> None:
     parser.add_argument("--large-methods", default="graph,steer",
                         help="methods measured at --large (the stack's first open embeds every item text: hours at 1M)")
     parser.add_argument("--ann", type=int, default=100_000, help="vectors for the HNSW curve (1000000: the 1M target)")
+    parser.add_argument("--ann-dtypes", default="f32,f16",
+                        help="how the HNSW curve's graph holds its vectors, each measured in turn (f32, f16)")
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--stand-in-above", type=int, default=100_000,
                         help="stack sizes above this get perturbed template vectors for their item texts' first "
@@ -585,6 +661,10 @@ def main() -> None:
                         help="sizes at which a real `default` evaluation runs on a memory that starts with that many "
                              "items (--eval-methods): the recall the agent waits for, from its traces")
     parser.add_argument("--eval-methods", default="graph,skills,stack")
+    parser.add_argument("--resume-open", action="store_true",
+                        help="the stack's first open before an eval goes on from the text vectors an earlier, cut "
+                             "short attempt saved (hours at 1M: it may take several sessions); its figures add up "
+                             "every attempt")
     parser.add_argument("--eval-rounds", type=int, default=2)
     parser.add_argument("--eval-workers", type=int, default=1)
     parser.add_argument("--json", type=Path, default=None, help="also write every figure to this file")
@@ -648,7 +728,7 @@ def main() -> None:
             print(json.dumps({f"{method}@{size}": result}), flush=True)
     for size in [int(x) for x in args.eval_sizes.split(",") if x]:
         for method in [m for m in args.eval_methods.split(",") if m]:
-            w = in_eval(method, size, args.eval_rounds, args.eval_workers, args.stand_in_above)
+            w = in_eval(method, size, args.eval_rounds, args.eval_workers, args.stand_in_above, args.resume_open)
             figures[f"eval:{method}@{size}"] = w
             print(json.dumps({f"eval:{method}@{size}": w}), flush=True)
             at = f"@{size:,}, a real default eval ({args.eval_rounds} rounds, --workers {args.eval_workers})"
@@ -667,26 +747,30 @@ def main() -> None:
                                  f"{w[f'{part}_p50']:.2f} / {w[f'{part}_p95']:.2f} ms", None, None))
             stood = " (stand-in item vectors)" if w["stand_in"] else ""
             large = size >= 1_000_000
-            rate = f", {w['open']['texts_per_s']:.0f} texts/s embedded" if "texts_per_s" in w["open"] else ""
+            o = w["open"]
+            rate = f", {o['texts_per_s']:.0f} texts/s embedded" if "texts_per_s" in o else ""
+            if o.get("attempts", 1) > 1:
+                rate += (f"; in {o['attempts']} attempts resumed from saved text vectors: {o['all_attempts_s']:.0f} s, "
+                         f"{o['texts']:,} texts, peak {o['all_attempts_peak_mb']:.0f} MB")
+            peak = max(o["peak_mb"], o.get("all_attempts_peak_mb", 0.0))
             rows.append((f"{method} first open before the eval{stood}: time, peak memory @{size:,}",
-                         f"{w['open']['first_recall_s']:.1f} s, {w['open']['peak_mb']:.0f} MB{rate}",
-                         2048 if large else None,
-                         w["open"]["peak_mb"] / 2048 if large else None))
-    if "ann" not in skip:
-        result = ann(args.ann)
-        figures["ann"] = result
+                         f"{o['first_recall_s']:.1f} s, {o['peak_mb']:.0f} MB{rate}",
+                         2048 if large else None, peak / 2048 if large else None))
+    for dtype in ([] if "ann" in skip else args.ann_dtypes.split(",")):
+        result = ann(args.ann, dtype=dtype)
+        figures[f"ann_{dtype}"] = result
         best = next((c for c in result["curve"] if c["recall10"] >= 0.95), result["curve"][-1])
-        rows.append((f"HNSW @{args.ann:,} recall@10 (ef {best['ef']})", f"{best['recall10']:.3f}", 0.95,
+        rows.append((f"HNSW {dtype} @{args.ann:,} recall@10 (ef {best['ef']})", f"{best['recall10']:.3f}", 0.95,
                      0.95 / max(best["recall10"], 1e-9)))
-        rows.append((f"HNSW @{args.ann:,} search p50 (ef {best['ef']})", f"{best['p50_ms']:.2f} ms", 2.0,
+        rows.append((f"HNSW {dtype} @{args.ann:,} search p50 (ef {best['ef']})", f"{best['p50_ms']:.2f} ms", 2.0,
                      best["p50_ms"] / 2.0))
-        rows.append((f"HNSW @{args.ann:,} build (M {result['connectivity']}, ef_add {result['expansion_add']})",
+        rows.append((f"HNSW {dtype} @{args.ann:,} build (M {result['connectivity']}, ef_add {result['expansion_add']})",
                      f"{result['build_s']:.0f} s, {result['index_mb']:.0f} MB", None, None))
         rows.append((f"exact search p50 @{args.ann:,}", f"{result['exact_p50_ms']:.1f} ms", None, None))
         for c in result["curve"]:
-            rows.append((f"  HNSW curve ef {c['ef']}", f"recall@10 {c['recall10']:.3f}, p50 {c['p50_ms']:.2f} ms, "
-                         f"p95 {c['p95_ms']:.2f} ms", None, None))
-        print(json.dumps({"ann": result}), flush=True)
+            rows.append((f"  HNSW {dtype} curve ef {c['ef']}", f"recall@10 {c['recall10']:.3f}, "
+                         f"p50 {c['p50_ms']:.2f} ms, p95 {c['p95_ms']:.2f} ms", None, None))
+        print(json.dumps({f"ann_{dtype}": result}), flush=True)
     if "throughput" not in skip:
         result = throughput()
         figures["throughput"] = result

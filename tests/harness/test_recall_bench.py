@@ -72,3 +72,45 @@ def test_waits_are_read_from_the_traces_apart_by_what_the_step_did(tmp_path):
     assert w["nothing_p95"] == 30.0
     # a round the run has not reached adds nothing
     assert bench.agent_waits(run.path, "graph", rounds=3) == w
+
+
+def test_a_first_open_cut_short_is_logged_and_its_attempts_add_up(tmp_path, monkeypatch):
+    """#34: the stack's 1M first open takes hours (longer than a session here): each attempt logs its progress,
+    the next resumes from the text vectors the last one saved, and the figures add every attempt up."""
+    import json
+
+    import numpy as np
+
+    class Inner:
+        name, dim = "fake", 4
+
+        def embed(self, texts, role="query"):
+            return np.ones((len(texts), 4), dtype=np.float32) / 2
+
+    log = tmp_path / "open.progress.jsonl"
+    clock = iter([0.0, 30.0, 70.0, 100.0])
+    monkeypatch.setattr(bench.time, "perf_counter", lambda: next(clock))
+    monkeypatch.setattr(bench.os, "getpid", lambda: 11)
+    first = bench.Progress(Inner(), log, every_s=60.0)
+    assert first.embed(["a", "b"]).shape == (2, 4)  # at 30 s: nothing logged yet
+    first.embed(["c"])  # at 70 s: logged, then the attempt is killed
+    assert [json.loads(x)["texts"] for x in log.read_text().splitlines()] == [3]
+    monkeypatch.setattr(bench.time, "perf_counter", iter([0.0, 40.0]).__next__)
+    monkeypatch.setattr(bench.os, "getpid", lambda: 12)
+    second = bench.Progress(Inner(), log)
+    second.texts = 5
+    second.write(done=True)
+    total = bench.resumed_open(log)
+    assert total["attempts"] == 2 and total["texts"] == 8 and total["s"] == 140.0 and total["done"]
+    assert total["texts_per_s"] == 8 / 140.0
+    assert bench.resumed_open(tmp_path / "none.jsonl")["attempts"] == 0
+
+
+def test_resuming_keeps_only_the_saved_text_vectors(tmp_path):
+    folder = tmp_path / "cache" / "index" / "b7dc"
+    folder.mkdir(parents=True)
+    for name in ("texts.entry", "texts-8819", "knowledge.entry", "knowledge-3143", "pool-61b7.entry", "pool-61b7-f3"):
+        (folder / name).mkdir(parents=True) if "." not in name else (folder / name).write_text("{}")
+    bench._keep_saved_texts(tmp_path / "cache")
+    assert sorted(p.name for p in folder.iterdir()) == ["texts-8819", "texts.entry"]
+    bench._keep_saved_texts(tmp_path / "absent")  # nothing there: nothing to do

@@ -450,3 +450,38 @@ def test_skills_a_round_merges_with_what_another_writer_added_meanwhile(kit, tmp
     first.learn(episode([USER, PASS, LOGIN], seed=2))
     first.commit_round(1, [])
     assert sum(first.stats().values()) == added, "merged with the other writer's skills, none added twice"
+
+
+def test_skills_cache_names_are_compact_bytes_that_read_back_exactly_and_older_str_entries_still_open(
+        kit, tmp_path, monkeypatch):
+    """#34: the skills entry keeps names and ids as UTF-8 bytes (numpy's str arrays take 4 bytes a character, as
+    long as the longest: 0.4 GB at the end of a 1M first open); any name reads back as it was, and an entry
+    written with str arrays before still opens with the same names."""
+    from guimem.memory.settings import SkillSettings
+    from guimem.memory.skills.library import SkillMemory, _texts, _utf8
+    from guimem.testing import FormEnv
+
+    odd = ["plain", "café_ünïcode", "lone\ud800surrogate", "", "日本語"]
+    assert list(_texts(_utf8(odd).tolist())) == odd
+    assert list(_texts(np.asarray(odd[:2] + odd[3:], dtype=str).tolist())) == odd[:2] + odd[3:]
+    assert list(_texts([b"\xff\xfe broken"])) == ["\ufffd\ufffd broken"], "a damaged entry never raises"
+    kit = _cached(kit, tmp_path)
+    settings = SkillSettings(match_state=False)
+    skills = SkillMemory(kit, settings, env_factory=FormEnv)
+    skills.learn(episode([USER, PASS, LOGIN], seed=1))
+    skills.commit_round(0, [])
+    again = SkillMemory(kit, settings, env_factory=FormEnv)
+    assert again._names and again._by_key
+    names, keys = dict(again._names), dict(again._by_key)
+    [names_file] = (tmp_path / "cache").rglob("names.npy")
+    assert np.load(names_file).dtype.kind == "S"
+    for label in ("names", "ids", "key_ids"):  # as an entry written before: str arrays
+        path = names_file.parent / f"{label}.npy"
+        np.save(path, np.asarray([b.decode() for b in np.load(path).tolist()], dtype=str))
+    from guimem.memory.view import ItemView
+
+    def no_full_read(*args, **kwargs):
+        raise AssertionError("every skill read: the older entry did not open")
+    monkeypatch.setattr(ItemView, "stream", no_full_read)
+    older = SkillMemory(kit, settings, env_factory=FormEnv)
+    assert older._names == names and older._by_key == keys

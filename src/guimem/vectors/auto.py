@@ -24,6 +24,9 @@ from guimem.vectors.exact import ExactIndex
 log = logging.getLogger(__name__)
 SWITCH_AT = 50_000
 """Below this many vectors exact search is used (measured: see the module docstring)."""
+HNSW_DTYPE = "f16"
+"""How the HNSW graph holds its vectors: half precision halves a big index's largest part (1M × 384 float32 is
+1.5 GB); measured with ``benchmarks/recall_end_to_end.py --ann-dtypes f32,f16`` (docs/performance.md)."""
 
 
 def hnsw_params(size: int) -> tuple[int, int, int]:
@@ -39,11 +42,13 @@ class AutoIndex:
     Args:
         dim: Vector dimension.
         switch_at: Size at which the exact index is rebuilt as HNSW (never switched back: removals are rare).
+        dtype: How the HNSW graph holds its vectors (`guimem.vectors.hnsw.SCALARS`).
     """
 
-    def __init__(self, dim: int, switch_at: int = SWITCH_AT) -> None:
+    def __init__(self, dim: int, switch_at: int = SWITCH_AT, dtype: str = HNSW_DTYPE) -> None:
         self._dim = dim
         self.switch_at = switch_at
+        self.dtype = dtype
         self._exact: ExactIndex | None = ExactIndex(dim)
         self._hnsw: object | None = None
 
@@ -86,7 +91,7 @@ class AutoIndex:
         exact = self._exact
         assert exact is not None
         n = len(exact)
-        hnsw = HnswIndex(self._dim, *hnsw_params(n), exact_below=0)
+        hnsw = HnswIndex(self._dim, *hnsw_params(n), exact_below=0, dtype=self.dtype)
         ids, matrix = exact.arrays()
         hnsw.add(ids, np.asarray(matrix))
         self._hnsw, self._exact = hnsw, None

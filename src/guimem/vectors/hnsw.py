@@ -13,14 +13,21 @@ from numpy.typing import NDArray
 from guimem.errors import MissingDependencyError, StoreError
 from guimem.vectors.base import Hit
 
+SCALARS = ("f32", "f16")
+"""How an index may hold its vectors: float32, or float16 (half the memory; usearch widens them to compute)."""
 
-def _new_index(dim: int, connectivity: int, expansion_add: int, expansion_search: int) -> Any:
+SPARSEST = 4
+"""A saved graph may have given at most this many keys per id it still holds (removed and replaced ones leave
+gaps): more is a damaged or hostile file, rebuilt from the store rather than held as a list that long."""
+
+
+def _new_index(dim: int, connectivity: int, expansion_add: int, expansion_search: int, dtype: str = "f32") -> Any:
     try:
         from usearch.index import Index
     except ImportError as exc:
         raise MissingDependencyError("usearch", "hnsw") from exc
     return Index(
-        ndim=dim, metric="cos", dtype="f32", connectivity=connectivity,
+        ndim=dim, metric="cos", dtype=dtype, connectivity=connectivity,
         expansion_add=expansion_add, expansion_search=expansion_search,
     )
 
@@ -35,16 +42,20 @@ class HnswIndex:
         expansion_search: ef at query time (higher = better recall, slower).
         exact_below: Below this many vectors, search by brute force: it is exact, and at that size
             faster than walking the graph (usearch's threaded build is not deterministic).
+        dtype: How the graph holds the vectors (`SCALARS`): ``f16`` halves the largest part of a big index.
     """
 
     def __init__(self, dim: int, connectivity: int = 32, expansion_add: int = 256, expansion_search: int = 320,
-                 exact_below: int = 4096) -> None:
+                 exact_below: int = 4096, dtype: str = "f32") -> None:
+        if dtype not in SCALARS:
+            raise ValueError(f"HNSW vectors are one of {SCALARS}, not {dtype!r}")
         self._dim = dim
         self.exact_below = exact_below
         self._params = (connectivity, expansion_add, expansion_search)
-        self._index = _new_index(dim, *self._params)
-        self._keys: dict[str, int] = {}
-        self._ids: dict[int, str] = {}
+        self.dtype = dtype
+        self._index = _new_index(dim, *self._params, dtype)
+        self._keys: dict[str, int] = {}  # id -> the graph's key
+        self._ids: list[str | None] = []  # key -> id (keys are given in order from 0; None once removed)
         self._next = 0
         self._view: Path | None = None
 
@@ -68,7 +79,7 @@ class HnswIndex:
         self._next += len(ids)
         for ident, key in zip(ids, keys, strict=True):
             self._keys[ident] = int(key)
-            self._ids[int(key)] = ident
+        self._ids.extend(ids)
         if len(ids):
             self._index.add(keys, vecs)
 
@@ -79,7 +90,7 @@ class HnswIndex:
         for ident in ids:
             key = self._keys.pop(ident, None)
             if key is not None:
-                self._ids.pop(key, None)
+                self._ids[key] = None
                 self._index.remove(key)
 
     def search(self, query: NDArray[np.float32], k: int) -> list[Hit]:
@@ -88,11 +99,12 @@ class HnswIndex:
             return []
         found = self._index.search(np.asarray(query, dtype=np.float32).reshape(self._dim), min(k, len(self._keys)),
                                    exact=len(self._keys) < self.exact_below)
-        return [
-            Hit(self._ids[int(key)], 1.0 - float(dist))
-            for key, dist in zip(found.keys, found.distances, strict=True)
-            if int(key) in self._ids
-        ]
+        hits = []
+        for key, dist in zip(found.keys.tolist(), found.distances.tolist(), strict=True):
+            ident = self._ids[key] if 0 <= key < len(self._ids) else None
+            if ident is not None:
+                hits.append(Hit(ident, 1.0 - float(dist)))
+        return hits
 
     def save(self, path: Path) -> None:
         """Write ``hnsw.usearch``, ``ids.npy``/``keys.npy`` and ``meta.json`` into ``path``."""
@@ -101,7 +113,8 @@ class HnswIndex:
         ids = list(self._keys)
         np.save(path / "ids.npy", np.asarray(ids, dtype=str) if ids else np.zeros(0, dtype="<U1"))
         np.save(path / "keys.npy", np.asarray([self._keys[i] for i in ids], dtype=np.uint64))
-        (path / "meta.json").write_text(json.dumps({"next": self._next, "params": list(self._params)}))
+        (path / "meta.json").write_text(json.dumps({"next": self._next, "params": list(self._params),
+                                                    "dtype": self.dtype}))
 
     def load(self, path: Path) -> None:
         """Load what `save` wrote: the graph memory-mapped (read-only) until the first change."""
@@ -110,21 +123,28 @@ class HnswIndex:
             ids = np.load(path / "ids.npy").tolist()
             keys = np.load(path / "keys.npy").tolist()
             self._params = tuple(int(p) for p in meta.get("params", self._params))  # type: ignore[assignment]
-            index = _new_index(self._dim, *self._params)
-            index.view(str(path / "hnsw.usearch"))
-        except (OSError, ValueError, RuntimeError, KeyError) as exc:
+            dtype = str(meta.get("dtype", "f32"))  # an index saved before it said: float32
+            index = _new_index(self._dim, *self._params, dtype)
+            index.view(str(path / "hnsw.usearch"))  # the file's own scalar kind is what usearch reads
+            following = int(meta["next"])
+        except (OSError, ValueError, RuntimeError, KeyError, TypeError) as exc:
             raise StoreError(f"cannot load HNSW index from {path}: {exc}") from exc
-        if len(ids) != len(keys):
+        if len(ids) != len(keys) or any(not 0 <= k < following for k in keys) or dtype not in SCALARS:
             raise StoreError(f"HNSW index at {path} does not match its ids")
+        if following > SPARSEST * len(ids) + 65_536:  # the key -> id list is as long as the keys given
+            raise StoreError(f"HNSW index at {path} gave {following:,} keys for {len(ids):,} ids: rebuild it")
         self._index = index
+        self.dtype = dtype
         self._view = path / "hnsw.usearch"
         self._keys = {str(i): int(k) for i, k in zip(ids, keys, strict=True)}
-        self._ids = {v: k for k, v in self._keys.items()}
-        self._next = int(meta["next"])
+        self._ids = [None] * following
+        for ident, key in self._keys.items():
+            self._ids[key] = ident
+        self._next = following
 
     def _writable(self) -> None:
         """A viewed (memory-mapped) graph is loaded into memory before it changes."""
         if self._view is not None:
-            index = _new_index(self._dim, *self._params)
+            index = _new_index(self._dim, *self._params, self.dtype)
             index.load(str(self._view))
             self._index, self._view = index, None

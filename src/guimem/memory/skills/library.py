@@ -10,8 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable
-from typing import Literal
+from collections.abc import Callable, Iterator
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -76,6 +76,24 @@ def merged_program(kept: SkillProgram, again: SkillProgram) -> SkillProgram:
 
 
 _DIGEST = 32
+
+
+def _utf8(texts: list[str]) -> np.ndarray:
+    """``texts`` as one array of UTF-8 bytes (read back with `_texts`)."""
+    return np.asarray([t.encode("utf-8", "surrogatepass") for t in texts], dtype=bytes) if texts \
+        else np.zeros(0, dtype="S1")
+
+
+def _texts(values: list[Any]) -> Iterator[str]:
+    """The strings of a cache array: UTF-8 bytes (`_utf8`), or str as entries written before it held bytes."""
+    for v in values:
+        if not isinstance(v, bytes):
+            yield str(v)
+            continue
+        try:
+            yield v.decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:  # not what `_utf8` wrote: a name no skill has (the id it maps is never used)
+            yield v.decode("utf-8", "replace")
 
 
 def _digest(key: str) -> str:
@@ -150,9 +168,8 @@ class SkillMemory(StoredRounds):
         except (OSError, ValueError):  # an entry written before it kept the keys: read the store once more
             self._index = create_index(self.kit.vector_index, self.kit.embedder.dim)
             return False
-        self._names = dict(zip((str(n) for n in names), (str(i) for i in ids), strict=True))
-        self._by_key = dict(zip((k.decode() if isinstance(k, bytes) else str(k) for k in keys),
-                                (str(i) for i in key_ids), strict=True))
+        self._names = dict(zip(_texts(names), _texts(ids), strict=True))
+        self._by_key = dict(zip(_texts(keys), _texts(key_ids), strict=True))
         return True
 
     def _after_commit(self) -> None:
@@ -178,9 +195,11 @@ class SkillMemory(StoredRounds):
         for label, table in (("names", "ids"), ("keys", "key_ids")):
             held = names if label == "names" else self._by_key
             order = sorted(held)
-            kind = str if label == "names" else f"S{_DIGEST}"  # the digests: ASCII, 32 bytes each
-            arrays[label] = np.asarray(order, dtype=kind) if order else np.zeros(0, dtype="<U1")
-            arrays[table] = np.asarray([held[n] for n in order], dtype=str) if order else np.zeros(0, dtype="<U1")
+            # as UTF-8 bytes: numpy's str arrays take 4 bytes a character, as long as the longest (a million
+            # skills' names and ids took 0.4 GB more at the end of a first open)
+            arrays[label] = _utf8(order)
+            arrays[table] = _utf8([held[n] for n in order])
+            del order
         self.view.save_entry("skills", arrays, self._index, counts)
 
     def refresh(self) -> bool:
