@@ -571,7 +571,10 @@ def in_eval(method: str, size: int, rounds: int, workers: int, stand_in_above: i
 
 # ---------------------------------------------------------------- approximate search at 1M
 
-def ann(size: int, queries: int = 500, dtype: str = "f32") -> dict[str, object]:
+def ann(size: int, queries: int = 500, dtype: str = "f32", connectivity: int | None = None) -> dict[str, object]:
+    """HNSW recall@10 against exact search and latency over a sweep of ef, on ``size`` vectors made from real e5
+    embeddings; ``connectivity`` None: what `hnsw_params` gives for that size built at once (an index that grew
+    past the automatic switch keeps the switch's, 16)."""
     from guimem.embeddings.base import EmbedRole
     from guimem.embeddings.e5 import E5Embedder
     from guimem.memory.generalise import state_text
@@ -607,6 +610,7 @@ def ann(size: int, queries: int = 500, dtype: str = "f32") -> dict[str, object]:
     from guimem.vectors.auto import hnsw_params
 
     m, ef_add, _ = hnsw_params(size)
+    m = connectivity or m
     index = Index(ndim=base.shape[1], metric="cos", dtype=dtype, connectivity=m, expansion_add=ef_add)
     rss0 = _rss_mb()
     t0 = time.perf_counter()
@@ -649,6 +653,9 @@ def main() -> None:
     parser.add_argument("--ann", type=int, default=100_000, help="vectors for the HNSW curve (1000000: the 1M target)")
     parser.add_argument("--ann-dtypes", default="f32,f16",
                         help="how the HNSW curve's graph holds its vectors, each measured in turn (f32, f16)")
+    parser.add_argument("--ann-connectivity", type=int, default=None,
+                        help="the HNSW curve's graph degree (default: hnsw_params' for --ann built at once; an "
+                             "index that grew past the automatic switch has 16)")
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--stand-in-above", type=int, default=100_000,
                         help="stack sizes above this get perturbed template vectors for their item texts' first "
@@ -757,7 +764,7 @@ def main() -> None:
                          f"{o['first_recall_s']:.1f} s, {o['peak_mb']:.0f} MB{rate}",
                          2048 if large else None, peak / 2048 if large else None))
     for dtype in ([] if "ann" in skip else args.ann_dtypes.split(",")):
-        result = ann(args.ann, dtype=dtype)
+        result = ann(args.ann, dtype=dtype, connectivity=args.ann_connectivity)
         figures[f"ann_{dtype}"] = result
         best = next((c for c in result["curve"] if c["recall10"] >= 0.95), result["curve"][-1])
         rows.append((f"HNSW {dtype} @{args.ann:,} recall@10 (ef {best['ef']})", f"{best['recall10']:.3f}", 0.95,

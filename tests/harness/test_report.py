@@ -231,3 +231,40 @@ def test_the_pass_table_counts_harm_and_the_page_names_each_case(run, tmp_path):
     shutil.copytree(run, out)
     write_report(RunDir(out), spec, summary)
     assert "graph: &lt;b&gt;t&lt;/b&gt; 3 r2" in (out / "report.html").read_text(), "escaped, rounds from 1"
+
+
+def test_what_memory_learned_reads_a_large_store_a_chunk_at_a_time_and_keeps_the_same_best_items(tmp_path,
+                                                                                                 monkeypatch):
+    """#34: the report read every item of a method's store at once (store.query) to keep 8 of them: after an
+    evaluation on a memory of a million skills its process held 5.4 GB. It scans in chunks now and keeps the
+    best few as it goes: what sorting every skill gives."""
+    import random
+
+    from guimem.harness.reportdata import TOP_ITEMS, learned
+    from guimem.storage import Record
+    from guimem.storage.base import EventDraft
+    from guimem.storage.sqlite import SQLiteStore
+
+    rng = random.Random(4)
+    path = tmp_path / "skills.sqlite"
+    store = SQLiteStore(path)
+    uses: dict[str, int] = {}
+    status: dict[str, str] = {}
+    with store.transaction():
+        for i in range(2600):
+            sid = f"sk-{i:05d}"
+            body = {"name": f"skill_{i}", "description": f"tap(button \"B{i}\")"}
+            status[sid] = rng.choice(["verified", "unverified"])
+            store.put(Record(sid, "skill", "skills", status[sid], json.dumps(body)))
+            uses[sid] = rng.choice([0, 0, 0, 1, 2, 5])
+            for k in range(uses[sid]):
+                store.append_event(EventDraft("used", sid, "skills", json.dumps({"success": k % 2 == 0})))
+    store.close()
+
+    def whole(*args, **kwargs):
+        raise AssertionError("every item read at once")
+    monkeypatch.setattr(SQLiteStore, "query", whole)
+    shown = learned(path, "skills")
+    rank = {"verified": 0, "unverified": 4}
+    expected = sorted(uses, key=lambda s: (-uses[s], rank[status[s]], s))[:TOP_ITEMS]
+    assert [s.id for s in shown.skills] == expected and shown.skills[0].uses == 5

@@ -485,3 +485,26 @@ def test_skills_cache_names_are_compact_bytes_that_read_back_exactly_and_older_s
     monkeypatch.setattr(ItemView, "stream", no_full_read)
     older = SkillMemory(kit, settings, env_factory=FormEnv)
     assert older._names == names and older._by_key == keys
+
+
+def test_skills_opened_from_a_saved_graph_add_a_skill_after_a_round_that_added_none(kit, tmp_path):
+    """A round that added no skill rewrote the cache entry and removed the one whose HNSW graph file the memory
+    still viewed; the next new skill loaded that removed file (FileNotFoundError; found at 1M skills)."""
+    from guimem.memory.settings import SkillSettings
+    from guimem.memory.skills.library import SkillMemory
+    from guimem.testing import FormEnv
+
+    kit = dataclasses.replace(_cached(kit, tmp_path), vector_index="hnsw")
+    settings = SkillSettings(match_state=False)
+    first = SkillMemory(kit, settings, env_factory=FormEnv)
+    first.learn(episode([USER, PASS, LOGIN], seed=1))
+    first.commit_round(0, [])
+    before = sum(first.stats().values())
+    again = SkillMemory(kit, settings, env_factory=FormEnv)
+    assert again._index._view is not None, "opened from the cache, the graph viewed from its file"
+    again.commit_round(1, [])  # nothing learned: the entry is written again, the one viewed removed
+    again.learn(episode([PASS, USER, LOGIN], seed=3))
+    again.commit_round(2, [])
+    assert sum(again.stats().values()) > before
+    shown = [i.name for i in again.recall(query()).items]
+    assert shown and [i.name for i in SkillMemory(kit, settings, env_factory=FormEnv).recall(query()).items] == shown

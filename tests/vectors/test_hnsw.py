@@ -84,3 +84,37 @@ def test_a_damaged_or_hostile_saved_index_is_refused_not_held(tmp_path, meta):
     (tmp_path / "ix" / "meta.json").write_text(json.dumps({**saved, **meta}))
     with pytest.raises(StoreError):
         HnswIndex(48).load(tmp_path / "ix")
+
+
+def test_a_viewed_index_saved_elsewhere_can_change_after_the_file_it_was_read_from_is_removed(tmp_path):
+    """An index cache writes a new entry and removes the old one; a skills memory opened from the old entry whose
+    round added nothing still views that file, and the next round's new skill loaded the removed file
+    (FileNotFoundError at 1M skills in an evaluation's third round)."""
+    import shutil
+
+    vecs = _vectors(50)
+    index = HnswIndex(48, exact_below=0, dtype="f16")
+    index.add([f"v{i}" for i in range(40)], vecs[:40])
+    index.save(tmp_path / "old")
+    viewed = HnswIndex(48, exact_below=0)
+    viewed.load(tmp_path / "old")
+    viewed.save(tmp_path / "new")
+    shutil.rmtree(tmp_path / "old")
+    assert viewed.search(vecs[3], 1)[0].id == "v3"
+    viewed.add([f"v{i}" for i in range(40, 50)], vecs[40:])
+    assert len(viewed) == 50 and viewed.search(vecs[45], 1)[0].id == "v45"
+    again = HnswIndex(48, exact_below=0)
+    again.load(tmp_path / "new")
+    assert len(again) == 40 and again.dtype == "f16", "the copy is the index as it was saved"
+
+
+def test_the_search_expansion_can_change_and_is_saved(tmp_path):
+    vecs = _vectors(30)
+    index = HnswIndex(48, 16, 128, 64, exact_below=0)
+    index.add([f"v{i}" for i in range(30)], vecs)
+    index.expansion_search = 96
+    assert index.expansion_search == 96 and index.connectivity == 16
+    index.save(tmp_path / "ix")
+    loaded = HnswIndex(48, exact_below=0)
+    loaded.load(tmp_path / "ix")
+    assert loaded.expansion_search == 96 and loaded.connectivity == 16

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import logging
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -21,7 +23,7 @@ from guimem.memory.catalog import describe
 from guimem.memory.hostile import page_spans, quote_spans
 from guimem.memory.names import recorded_name
 from guimem.memory.steer.items import KnowledgeItem
-from guimem.storage.base import Event, create_store
+from guimem.storage.base import Event, Record, Scanning, Store, create_store
 from guimem.types import Trajectory, shorten
 
 log = logging.getLogger(__name__)
@@ -211,30 +213,53 @@ def learned(path: Path | str, namespace: str) -> Learned:
     except GuimemError as exc:
         log.warning("report: cannot open %s: %s", path, exc)
         return Learned()
+    items = _Top(lambda i: (_STATUS_ORDER.get(i.status, 9), -(i.difference or 0.0), -i.trials, i.id))
+    skills = _Top(lambda i: (-i.uses, _STATUS_ORDER.get(i.status, 9), i.id))
     try:
-        records = store.query(namespace)
         events, name = store.stats(namespace).events, recorded_name(store, namespace)
         counts = item_counts(store, namespace)  # what the CLI, the API and the inspector count too
         uses, manual = _uses_and_curation(store.events(namespace=namespace))
-        items, skills = [], []
-        for r in records:
-            item = _knowledge(r.id, r.status, r.body) if r.kind == "knowledge" else None
-            seen = describe(r)  # what it is and its summary, as the service and the inspector say it
-            kind = seen.what
-            if item is None:
-                item = LearnedItem(id=r.id, kind=kind, status=r.status, text=shorten(seen.summary, 400))
-            item.uses, item.successes = len(uses.get(r.id, [])), sum(uses.get(r.id, []))
-            item.manual = manual.get(r.id, False)
-            if kind == "skill":
-                skills.append(item)
-            elif r.kind == "knowledge" and r.status in ("admitted", "trial"):
-                items.append(item)
+        for part in _chunks(store, namespace):  # a million items are read a chunk at a time, the best few kept
+            for r in part:
+                item = _knowledge(r.id, r.status, r.body) if r.kind == "knowledge" else None
+                seen = describe(r)  # what it is and its summary, as the service and the inspector say it
+                kind = seen.what
+                if item is None:
+                    item = LearnedItem(id=r.id, kind=kind, status=r.status, text=shorten(seen.summary, 400))
+                item.uses, item.successes = len(uses.get(r.id, [])), sum(uses.get(r.id, []))
+                item.manual = manual.get(r.id, False)
+                if kind == "skill":
+                    skills.add(item)
+                elif r.kind == "knowledge" and r.status in ("admitted", "trial"):
+                    items.add(item)
     finally:
         store.close()
-    items.sort(key=lambda i: (_STATUS_ORDER.get(i.status, 9), -(i.difference or 0.0), -i.trials, i.id))
-    skills.sort(key=lambda i: (-i.uses, _STATUS_ORDER.get(i.status, 9), i.id))
-    return Learned(counts=counts, items=items[:TOP_ITEMS], skills=skills[:TOP_ITEMS],
-                   events=events, name=name)
+    return Learned(counts=counts, items=items.best(), skills=skills.best(), events=events, name=name)
+
+
+def _chunks(store: Store, namespace: str) -> Iterator[list[Record]]:
+    """The namespace's current items, a chunk at a time where the store can scan (else read whole)."""
+    if isinstance(store, Scanning):
+        yield from store.scan(namespace, chunk=1000)
+    else:
+        yield store.query(namespace)
+
+
+class _Top:
+    """The `TOP_ITEMS` smallest items by ``key`` (a total order: it ends with the id), holding at most twice as
+    many at any time: what sorting every item and keeping the first would give."""
+
+    def __init__(self, key: Callable[[LearnedItem], tuple[Any, ...]]) -> None:
+        self.key = key
+        self.held: list[LearnedItem] = []
+
+    def add(self, item: LearnedItem) -> None:
+        self.held.append(item)
+        if len(self.held) >= 2 * TOP_ITEMS:
+            self.held = self.best()
+
+    def best(self) -> list[LearnedItem]:
+        return sorted(self.held, key=self.key)[:TOP_ITEMS]
 
 
 def collect(run_dir: RunDir, spec: EvalSpec, lines: list[EpisodeResult], store_url: str = "") -> ReportData:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,21 @@ class HnswIndex:
         """The vector dimension."""
         return self._dim
 
+    @property
+    def connectivity(self) -> int:
+        """The graph's degree (M), fixed when it was built."""
+        return self._params[0]
+
+    @property
+    def expansion_search(self) -> int:
+        """ef at query time."""
+        return self._params[2]
+
+    @expansion_search.setter
+    def expansion_search(self, ef: int) -> None:
+        self._index.expansion_search = int(ef)
+        self._params = (self._params[0], self._params[1], int(ef))
+
     def __len__(self) -> int:
         return len(self._keys)
 
@@ -107,9 +123,21 @@ class HnswIndex:
         return hits
 
     def save(self, path: Path) -> None:
-        """Write ``hnsw.usearch``, ``ids.npy``/``keys.npy`` and ``meta.json`` into ``path``."""
+        """Write ``hnsw.usearch``, ``ids.npy``/``keys.npy`` and ``meta.json`` into ``path``. A graph still viewed
+        (unchanged since `load`) is copied as a file and viewed there from now on: the file it was read from may
+        be removed once saved elsewhere (an index cache replaces its entries), and its first change loads it."""
         path.mkdir(parents=True, exist_ok=True)
-        self._index.save(str(path / "hnsw.usearch"))
+        target = path / "hnsw.usearch"
+        if self._view is not None and self._view != target:
+            shutil.copyfile(self._view, target)  # an OSError (a full disk): the index cache does not write the entry
+            try:
+                index = _new_index(self._dim, *self._params, self.dtype)
+                index.view(str(target))
+            except (ValueError, RuntimeError) as exc:
+                raise OSError(f"cannot view the HNSW index just copied to {target}: {exc}") from exc
+            self._index, self._view = index, target
+        elif self._view is None:
+            self._index.save(str(target))
         ids = list(self._keys)
         np.save(path / "ids.npy", np.asarray(ids, dtype=str) if ids else np.zeros(0, dtype="<U1"))
         np.save(path / "keys.npy", np.asarray([self._keys[i] for i in ids], dtype=np.uint64))
