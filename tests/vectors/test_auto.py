@@ -47,3 +47,26 @@ def test_a_small_index_saves_and_loads_as_exact(tmp_path):
 
 def test_parameters_grow_with_size() -> None:
     assert hnsw_params(60_000)[0] <= hnsw_params(1_000_000)[0]
+
+
+def test_a_growing_graph_searches_with_the_expansion_its_size_was_measured_to_need(tmp_path, monkeypatch):
+    """The graph's degree is fixed at the switch (16); its search expansion follows its size: the ef measured at the
+    smallest measured size at or above it (a 1M index that grew from the switch searched with 50k's ef)."""
+    from guimem.vectors import auto
+
+    for m, steps in auto.SEARCH_EXPANSION.items():
+        efs = [ef for _, ef in steps]
+        assert efs == sorted(efs) and all(ef >= 16 for ef in efs), f"M {m}: ef grows with size"
+        assert auto.search_expansion(10**9, m) == efs[-1]
+    monkeypatch.setattr(auto, "SEARCH_EXPANSION", {16: ((450, 24), (10_000, 80))})
+    vecs = _vectors(500)
+    index = AutoIndex(32, switch_at=400)
+    index.add([f"v{i}" for i in range(420)], vecs[:420])
+    assert index.search(vecs[1], 1)[0].id == "v1" and index._hnsw.expansion_search == 24
+    index.add([f"v{i}" for i in range(420, 500)], vecs[420:])
+    assert index.search(vecs[460], 1)[0].id == "v460" and index._hnsw.expansion_search == 80
+    index.save(tmp_path / "ix")
+    monkeypatch.setattr(auto, "SEARCH_EXPANSION", {16: ((10_000, 48),)})
+    loaded = AutoIndex(32)
+    loaded.load(tmp_path / "ix")  # viewed from its file: the expansion still changes
+    assert loaded.search(vecs[7], 1)[0].id == "v7" and loaded._hnsw.expansion_search == 48

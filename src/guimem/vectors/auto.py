@@ -4,8 +4,8 @@ Measured with ``benchmarks/recall_end_to_end.py`` on this project's machine (2 c
 from real e5 embeddings of screen and goal texts: exact NumPy top-10 takes 1.6 ms at 50k vectors and
 3.6 ms at 100k; HNSW (connectivity 16, expansion_add 128) builds in 8 s / 23 s and answers in 0.26 ms /
 0.37 ms at recall@10 0.983 / 0.967 with expansion_search 64. Exact search passes 2 ms near 60k vectors,
-so the switch is at 50k. The parameters above 200k vectors are not measured yet (a 1M build did not
-finish in the time the benchmark had).
+so the switch is at 50k. The graph holds its vectors in half precision (`HNSW_DTYPE`) and searches with the
+expansion its size was measured to need (`SEARCH_EXPANSION`, up to 1M vectors).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
@@ -20,6 +21,9 @@ from numpy.typing import NDArray
 from guimem.errors import MissingDependencyError, StoreError
 from guimem.vectors.base import Hit
 from guimem.vectors.exact import ExactIndex
+
+if TYPE_CHECKING:
+    from guimem.vectors.hnsw import HnswIndex
 
 log = logging.getLogger(__name__)
 SWITCH_AT = 50_000
@@ -29,11 +33,28 @@ HNSW_DTYPE = "f16"
 1.5 GB); measured with ``benchmarks/recall_end_to_end.py --ann-dtypes f32,f16`` (docs/performance.md)."""
 
 
+SEARCH_EXPANSION: dict[int, tuple[tuple[int, int], ...]] = {
+    16: ((200_000, 64), (1_000_000, 128)),
+    24: ((1_000_000, 96),),
+}
+"""Per graph degree (M): (size, the smallest ef of the measured sweep 16, 32, 64, 96, 128, 256 whose recall@10
+reached 0.95 at that size), f16 vectors (``benchmarks/recall_end_to_end.py --ann N --ann-connectivity M``,
+docs/performance.md). M 16 is what an index that grew past the switch has: 0.967 at 100k, 0.969 at 200k with
+ef 64; at 1M 0.920 with ef 64, 0.961 with ef 128 (1.17 ms p50). M 24: 0.952 at 1M with ef 96 (float32)."""
+
+
+def search_expansion(size: int, connectivity: int) -> int:
+    """The search expansion (ef) for a graph of ``connectivity`` holding ``size`` vectors: the one measured at the
+    smallest measured size at or above it (recall only falls as a graph grows), the largest one beyond them."""
+    steps = SEARCH_EXPANSION.get(connectivity, SEARCH_EXPANSION[16])
+    return next((ef for at, ef in steps if size <= at), steps[-1][1])
+
+
 def hnsw_params(size: int) -> tuple[int, int, int]:
-    """(connectivity, expansion_add, expansion_search) for an index of ``size`` vectors."""
-    if size < 200_000:
-        return 16, 128, 64
-    return 24, 128, 96
+    """(connectivity, expansion_add, expansion_search) for an index of ``size`` vectors built at once (one that
+    grows past `SWITCH_AT` keeps the switch's connectivity; its expansion follows its size, `search_expansion`)."""
+    connectivity = 16 if size < 200_000 else 24
+    return connectivity, 128, search_expansion(size, connectivity)
 
 
 class AutoIndex:
@@ -50,7 +71,7 @@ class AutoIndex:
         self.switch_at = switch_at
         self.dtype = dtype
         self._exact: ExactIndex | None = ExactIndex(dim)
-        self._hnsw: object | None = None
+        self._hnsw: HnswIndex | None = None
 
     @property
     def backend(self) -> str:
@@ -101,7 +122,11 @@ class AutoIndex:
         self._active.remove(ids)
 
     def search(self, query: NDArray[np.float32], k: int) -> list[Hit]:
-        """The ``k`` nearest ids."""
+        """The ``k`` nearest ids (a graph searched with the expansion its size needs, `search_expansion`)."""
+        if self._hnsw is not None:
+            ef = search_expansion(len(self._hnsw), self._hnsw.connectivity)
+            if ef != self._hnsw.expansion_search:
+                self._hnsw.expansion_search = ef
         hits: list[Hit] = self._active.search(query, k)
         return hits
 
