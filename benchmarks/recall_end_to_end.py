@@ -164,7 +164,21 @@ def build_store(method: str, size: int) -> Path:
 
 # ---------------------------------------------------------------- one method, one size, in its own process
 
-class StandIn:
+class Wrapping:
+    """An embedder around another (``inner``): its name and dimension."""
+
+    inner: object
+
+    @property
+    def name(self) -> str:
+        return str(self.inner.name)  # type: ignore[attr-defined]
+
+    @property
+    def dim(self) -> int:
+        return int(self.inner.dim)  # type: ignore[attr-defined]
+
+
+class StandIn(Wrapping):
     """e5 for every text but the synthetic item texts "<template text> (variant j)": those get the real
     e5 embedding of the template text, perturbed (noise 0.6, as the 1M graph/skills vectors)."""
 
@@ -174,14 +188,6 @@ class StandIn:
         self.inner = inner
         self.base = dict(zip(templates, inner.embed(templates, EmbedRole.PASSAGE), strict=True))
         self.stood_in = 0
-
-    @property
-    def name(self) -> str:
-        return str(self.inner.name)
-
-    @property
-    def dim(self) -> int:
-        return int(self.inner.dim)
 
     def embed(self, texts, role="query"):  # type: ignore[no-untyped-def]
         import re
@@ -201,7 +207,7 @@ class StandIn:
         return out
 
 
-class Progress:
+class Progress(Wrapping):
     """The embedder a first open uses, counting the texts it embeds and appending to ``path`` every
     ``every_s`` (and at the end) one JSON line: this process's texts so far, seconds since the open began,
     peak resident memory. A first open cut short (the machine's session ended) leaves its last line there;
@@ -212,14 +218,6 @@ class Progress:
         self.texts = 0
         self.started = self.last = time.perf_counter()
         self.pid = os.getpid()
-
-    @property
-    def name(self) -> str:
-        return str(self.inner.name)
-
-    @property
-    def dim(self) -> int:
-        return int(self.inner.dim)
 
     def embed(self, texts, role="query"):  # type: ignore[no-untyped-def]
         out = self.inner.embed(texts, role)

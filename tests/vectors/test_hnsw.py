@@ -11,14 +11,13 @@ from guimem.errors import StoreError
 from guimem.vectors.auto import AutoIndex
 from guimem.vectors.exact import ExactIndex
 from guimem.vectors.hnsw import HnswIndex
+from tests.vectors.test_auto import _vectors as unit_vectors
 
 pytest.importorskip("usearch")
 
 
 def _vectors(n: int, dim: int = 48, seed: int = 0) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    v = rng.standard_normal((n, dim)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
+    return unit_vectors(n, dim, seed)
 
 
 def test_half_precision_finds_what_single_precision_finds_and_stays_half_when_saved(tmp_path):
