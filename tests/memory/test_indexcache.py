@@ -57,14 +57,38 @@ def test_a_deleted_cache_is_rebuilt_with_the_same_recall(kit, tmp_path):
     assert GraphMemory(kit, SETTINGS)._adjacency is not None
 
 
-def test_a_saved_entry_replaces_the_one_before_and_leaves_no_folder_behind(kit, tmp_path):
+def test_a_saved_entry_replaces_the_one_before_which_a_later_save_removes_when_no_open_can_read_it(
+        kit, tmp_path, monkeypatch):
+    """A replaced entry stays for `REPLACED_KEPT_S` (another worker may be opening it); after that the next save
+    removes it, and an entry another writer wrote but never pointed to as well."""
+    import os
+    import time
+
+    import guimem.memory.indexcache as indexcache
+
     kit = _cached(kit, tmp_path)
     cache = IndexCache(kit)
     cache.save("probe", lambda folder: (folder / "data").write_text("one"))
     cache.save("probe", lambda folder: (folder / "data").write_text("two"))
     found = cache.load("probe")
     assert found is not None and (found[0] / "data").read_text() == "two"
-    assert cache.folder is not None and len([p for p in cache.folder.iterdir() if p.is_dir()]) == 1
+    assert cache.folder is not None
+    folders = lambda: sorted(p for p in cache.folder.iterdir() if p.is_dir())  # noqa: E731
+    assert len(folders()) == 2, "the replaced entry is kept a while"
+    orphan = cache.folder / "probe-0123abcd"  # a writer that lost the race for the pointer
+    orphan.mkdir()
+    (orphan / "data").write_text("lost")
+    cache.save("probe", lambda folder: (folder / "data").write_text("three"))
+    assert len(folders()) == 4, "nothing is old enough yet"
+    long_ago = time.time() - indexcache.REPLACED_KEPT_S - 1
+    for folder in folders():
+        for f in (folder, *folder.iterdir()):
+            os.utime(f, (long_ago, long_ago))
+    cache.save("probe", lambda folder: (folder / "data").write_text("four"))
+    current = cache.load("probe")
+    assert current is not None and (current[0] / "data").read_text() == "four"
+    left = {(f / "data").read_text() for f in folders()}
+    assert left == {"three", "four"}, "the replaced entries and the orphan went; the one just replaced stays"
 
 
 def test_a_stale_cache_is_not_used(kit, tmp_path):
@@ -473,7 +497,9 @@ def test_skills_cache_names_are_compact_bytes_that_read_back_exactly_and_older_s
     again = SkillMemory(kit, settings, env_factory=FormEnv)
     assert again._names and again._by_key
     names, keys = dict(again._names), dict(again._by_key)
-    [names_file] = (tmp_path / "cache").rglob("names.npy")
+    entry = IndexCache(kit).load("skills")
+    assert entry is not None
+    names_file = entry[0] / "names.npy"
     assert np.load(names_file).dtype.kind == "S"
     for label in ("names", "ids", "key_ids"):  # as an entry written before: str arrays
         path = names_file.parent / f"{label}.npy"
@@ -508,3 +534,74 @@ def test_skills_opened_from_a_saved_graph_add_a_skill_after_a_round_that_added_n
     assert sum(again.stats().values()) > before
     shown = [i.name for i in again.recall(query()).items]
     assert shown and [i.name for i in SkillMemory(kit, settings, env_factory=FormEnv).recall(query()).items] == shown
+
+
+def _worker(kit, tmp_path: Path):
+    """Another evaluation worker: its own connection to the same store, the same cache folder, HNSW search."""
+    from guimem.storage.sqlite import SQLiteStore
+
+    return dataclasses.replace(kit, store=SQLiteStore(Path(kit.store.url)), cache_dir=tmp_path / "cache",
+                               vector_index="hnsw")
+
+
+def test_two_workers_on_one_cache_entry_each_learn_after_the_other_replaced_it(kit, tmp_path):
+    """#34 review: two skills memories open from one cache entry and view its graph file; one's round replaces the
+    entry. The other still recalls, learns a new skill and writes its own entry (its first change read the
+    replaced entry's file by name before: FileNotFoundError)."""
+    from guimem.memory.settings import SkillSettings
+    from guimem.memory.skills.library import SkillMemory
+    from guimem.testing import FormEnv
+
+    settings = SkillSettings(match_state=False)
+    first = SkillMemory(_worker(kit, tmp_path), settings, env_factory=FormEnv)
+    first.learn(episode([USER, PASS, LOGIN], seed=1))
+    first.commit_round(0, [])
+    a = SkillMemory(_worker(kit, tmp_path), settings, env_factory=FormEnv)
+    b = SkillMemory(_worker(kit, tmp_path), settings, env_factory=FormEnv)
+    assert a._names is not None and b._names is not None, "both opened from the cache"
+    a.learn(episode([USER, CANCEL], seed=2))
+    a.commit_round(1, [])  # a new entry
+    shown = [i.name for i in b.recall(query()).items]
+    assert shown
+    b.learn(episode([PASS, USER, LOGIN], seed=3))
+    b.commit_round(1, [])
+    c = SkillMemory(_worker(kit, tmp_path), settings, env_factory=FormEnv)
+    assert c._names is not None and sum(c.stats().values()) == sum(b.stats().values()) >= sum(a.stats().values())
+    assert [i.name for i in c.recall(query()).items] == [i.name for i in b.recall(query()).items]
+
+
+def test_an_entry_replaced_while_another_worker_opens_it_still_opens(kit, tmp_path, monkeypatch):
+    """#34 review: a worker reads the entry's pointer, another worker's round replaces the entry, then the first
+    reads the entry's arrays: they are still there (a replaced entry is removed only later), and the index and
+    the arrays come from the same entry (the pointer was read twice before)."""
+    from guimem.memory.settings import SkillSettings
+    from guimem.memory.skills.library import SkillMemory
+    from guimem.memory.view import ItemView
+    from guimem.testing import FormEnv
+
+    settings = SkillSettings(match_state=False)
+    first = SkillMemory(_worker(kit, tmp_path), settings, env_factory=FormEnv)
+    first.learn(episode([USER, PASS, LOGIN], seed=1))
+    first.commit_round(0, [])
+    a = SkillMemory(_worker(kit, tmp_path), settings, env_factory=FormEnv)
+    a.learn(episode([USER, CANCEL], seed=2))
+    real, reads = IndexCache.load, []
+
+    def load(self, name, revision=True):
+        found = real(self, name, revision)
+        reads.append(name)
+        if len(reads) == 1:  # this worker has the folder, not yet its arrays: the other's round ends now
+            a.commit_round(1, [])
+        return found
+    def no_full_read(*args, **kwargs):
+        raise AssertionError("every skill read: the entry found was not opened")
+    monkeypatch.setattr(IndexCache, "load", load)
+    monkeypatch.setattr(ItemView, "load", no_full_read)
+    monkeypatch.setattr(ItemView, "stream", no_full_read)
+    b = SkillMemory(_worker(kit, tmp_path), settings, env_factory=FormEnv)
+    monkeypatch.setattr(IndexCache, "load", real)
+    monkeypatch.undo()
+    assert len(reads) == 1, "the pointer is read once per open"
+    assert set(b._names.values()) == set(b._index._keys), "index and names from one entry"
+    b.refresh()
+    assert sum(b.stats().values()) == sum(a.stats().values())

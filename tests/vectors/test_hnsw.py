@@ -117,3 +117,73 @@ def test_the_search_expansion_can_change_and_is_saved(tmp_path):
     loaded = HnswIndex(48, exact_below=0)
     loaded.load(tmp_path / "ix")
     assert loaded.expansion_search == 96 and loaded.connectivity == 16
+
+
+@pytest.mark.parametrize("then", ["add", "remove", "save"])
+def test_a_viewed_index_whose_file_another_writer_removed_still_changes_and_saves(tmp_path, then):
+    """Two evaluation workers open one index cache entry; one's round replaces the entry and its folder goes.
+    The other views that file: its next change and its next save read the mapping, never the removed path
+    (both read the path before: FileNotFoundError)."""
+    import shutil
+
+    vecs = _vectors(50)
+    index = HnswIndex(48, exact_below=0, dtype="f16")
+    index.add([f"v{i}" for i in range(40)], vecs[:40])
+    index.save(tmp_path / "entry")
+    viewed = HnswIndex(48, exact_below=0)
+    viewed.load(tmp_path / "entry")
+    shutil.rmtree(tmp_path / "entry")  # the other worker's new entry replaced it
+    if then == "add":
+        viewed.add([f"v{i}" for i in range(40, 50)], vecs[40:])
+    elif then == "remove":
+        viewed.remove(["v3"])
+    viewed.save(tmp_path / "mine")
+    again = HnswIndex(48, exact_below=0)
+    again.load(tmp_path / "mine")
+    expected = {"add": 50, "remove": 39, "save": 40}[then]
+    assert len(again) == expected and again.dtype == "f16"
+    assert again.search(vecs[7], 1)[0].id == "v7" and ("v3" in again) == (then != "remove")
+
+
+def test_saving_where_it_is_viewed_under_another_name_leaves_the_file_whole(tmp_path):
+    """The same file through a link: nothing is copied onto itself (SameFileError before) or truncated."""
+    vecs = _vectors(30)
+    index = HnswIndex(48, exact_below=0)
+    index.add([f"v{i}" for i in range(30)], vecs)
+    index.save(tmp_path / "entry")
+    (tmp_path / "link").symlink_to(tmp_path / "entry")
+    viewed = HnswIndex(48, exact_below=0)
+    viewed.load(tmp_path / "entry")
+    viewed.save(tmp_path / "link")
+    again = HnswIndex(48, exact_below=0)
+    again.load(tmp_path / "entry")
+    assert len(again) == 30 and again.search(vecs[4], 1)[0].id == "v4"
+
+
+def test_an_id_added_again_keeps_its_key_so_a_long_used_index_still_opens(tmp_path):
+    """A skill is added again at every merge and status change: each gave a new key, so a memory whose items
+    changed often enough was refused on its next open as too sparse (`SPARSEST`) and rebuilt (hours at 1M)."""
+    vecs = _vectors(100)
+    ids = [f"v{i}" for i in range(100)]
+    index = HnswIndex(48, 8, 16, 16, exact_below=0, dtype="f16")
+    for turn in range(8):
+        index.add(ids, np.roll(vecs, turn, axis=0))
+    assert index._next == 100
+    index.remove(ids[:10])
+    back = _vectors(10, seed=9)
+    index.add(ids[:10], back)  # removed, then back
+    assert index._next == 100
+    index.save(tmp_path / "ix")
+    again = HnswIndex(48, exact_below=0)
+    again.load(tmp_path / "ix")
+    assert len(again) == 100
+    assert [h.id for h in again.search(back[5], 1)] == ["v5"]
+    assert [h.id for h in again.search(vecs[50], 1)] == [ids[(50 + 7) % 100]]
+
+
+def test_an_id_twice_in_one_call_is_held_once_with_its_last_vector():
+    vecs = _vectors(3)
+    index = HnswIndex(48, exact_below=0)
+    index.add(["a", "b", "a"], vecs)
+    assert len(index) == 2 and [h.id for h in index.search(vecs[2], 3)] == ["a", "b"]
+    assert index.search(vecs[0], 1)[0].id != "a" or index.search(vecs[0], 1)[0].score < 0.999

@@ -133,10 +133,14 @@ class GraphMemory(StoredRounds):
         found = self.edges.open_entry("nodes", indexes, counts=False)  # its counts are by success label
         if found is not None:
             folder, extras = found
-            self._adjacency = (IndexCache.array(folder, "adj_nodes"), IndexCache.array(folder, "adj_offsets"),
-                               IndexCache.array(folder, "adj_edges"))
-            self._counts = {str(k): int(v) for k, v in extras.get("counts", {}).items()}
-            return
+            try:
+                self._adjacency = (IndexCache.array(folder, "adj_nodes"), IndexCache.array(folder, "adj_offsets"),
+                                   IndexCache.array(folder, "adj_edges"))
+            except (OSError, ValueError) as exc:  # unreadable: rebuilt from the store, as any unusable entry
+                log.warning("index cache %s unreadable (%s); rebuilding", folder, exc)
+            else:
+                self._counts = {str(k): int(v) for k, v in extras.get("counts", {}).items()}
+                return
         self._nodes = create_index(self.kit.vector_index, self.kit.embedder.dim)
         self._edge_sources = create_index(self.kit.vector_index, self.kit.embedder.dim)
         for nodes in self.nodes.stream():  # a chunk at a time: no call holds every body

@@ -9,11 +9,13 @@ a store, so a read-only command never writes next to the store it opened.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import shutil
+import time
 import uuid
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -27,6 +29,11 @@ from guimem.types.files import write_atomic
 
 log = logging.getLogger(__name__)
 FORMAT = 1
+REPLACED_KEPT_S = 300.0
+"""How long a replaced entry stays on disk: another worker may have read the pointer to it a moment before and
+be opening it now (what it opened, it holds: graphs and arrays are memory-mapped). Older replaced entries, and
+entries another writer wrote but never pointed to, are removed at the next save."""
+_REPLACED = "replaced"
 
 
 @runtime_checkable
@@ -135,23 +142,46 @@ class IndexCache:
             log.warning("cannot write the index cache %s: %s", self.folder / name, exc)
             shutil.rmtree(fresh, ignore_errors=True)
             return None
-        for stale in (previous, self.folder / name):  # the entry replaced, and a folder of the older layout
-            if stale is not None and stale != fresh:
-                shutil.rmtree(stale, ignore_errors=True)
+        if previous is not None and previous != fresh:
+            with contextlib.suppress(OSError):
+                (previous / _REPLACED).touch()  # removed by a later save, once no open can still be reading it
+        shutil.rmtree(self.folder / name, ignore_errors=True)  # a folder of the older layout
+        self._sweep(name, fresh)
         return fresh
+
+    def _sweep(self, name: str, current: Path) -> None:
+        """Remove entries of ``name`` other than ``current`` that were replaced (or written and never pointed
+        to) more than `REPLACED_KEPT_S` ago."""
+        assert self.folder is not None
+        now = time.time()
+        for folder in self.folder.glob(f"{name}-????????"):
+            if folder == current or not folder.is_dir():
+                continue
+            try:
+                marker = folder / _REPLACED
+                since = marker.stat().st_mtime if marker.exists() else max(
+                    folder.stat().st_mtime, *(f.stat().st_mtime for f in folder.iterdir()))
+            except (OSError, ValueError):
+                continue  # being removed by another writer
+            if now - since > REPLACED_KEPT_S:
+                shutil.rmtree(folder, ignore_errors=True)
 
     def open_index(self, name: str, index: Saved, revision: bool = True) -> dict[str, Any] | None:
         """Fill ``index`` from entry ``name`` when it is valid; returns the entry's extras (None: rebuild)."""
         found = self.load(name, revision)
-        if found is None:
+        if found is None or not self.fill(found[0], index):
             return None
-        folder, extras = found
+        return found[1]
+
+    @staticmethod
+    def fill(folder: Path, index: Saved) -> bool:
+        """Fill ``index`` from an entry's folder (`load`); False (rebuild) when it cannot be read."""
         try:
             index.load(folder / "index")
         except Exception as exc:  # a corrupt cache file is rebuilt from the store, never trusted
             log.warning("index cache %s unreadable (%s); rebuilding", folder, exc)
-            return None
-        return extras
+            return False
+        return True
 
     def save_index(self, name: str, index: Saved, arrays: dict[str, NDArray[Any]] | None = None,
                    extras: dict[str, Any] | None = None, revision: bool = True) -> Path | None:

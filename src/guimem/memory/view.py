@@ -174,10 +174,13 @@ class ItemView(Generic[Body]):
         own entry, then return the entry's folder (its side arrays) and extras, with ``counts`` the counts by
         status it was saved with; None (nothing usable: rebuild from the store) when any part is missing or
         stale."""
-        for index_name, index in indexes:
-            if self.cache.open_index(index_name, index) is None:
+        opened: dict[str, tuple[Path, dict[str, Any]]] = {}
+        for index_name, index in indexes:  # each entry's pointer read once: index and arrays from one entry
+            entry = self.cache.load(index_name)
+            if entry is None or not self.cache.fill(entry[0], index):
                 return None
-        found = self.cache.load(name)
+            opened[index_name] = entry
+        found = opened.get(name) or self.cache.load(name)
         if found is None:
             return None
         if counts:

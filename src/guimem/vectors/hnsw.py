@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import shutil
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -58,6 +58,7 @@ class HnswIndex:
         self._keys: dict[str, int] = {}  # id -> the graph's key
         self._ids: list[str | None] = []  # key -> id (keys are given in order from 0; None once removed)
         self._next = 0
+        self._reused: dict[str, int] = {}  # removed ids -> their keys, while this process holds the index
         self._view: Path | None = None
 
     @property
@@ -87,17 +88,30 @@ class HnswIndex:
         return ident in self._keys
 
     def add(self, ids: Sequence[str], vectors: NDArray[np.float32]) -> None:
-        """Add or replace vectors."""
+        """Add or replace vectors. An id added again keeps its key (a memory adds an item again at every merge
+        and status change: new keys each time would leave the key → id list ever sparser, `SPARSEST`)."""
         vecs = np.asarray(vectors, dtype=np.float32).reshape(len(ids), self._dim)
+        if len(set(ids)) < len(ids):  # an id twice in one call: its last vector, as one call after another
+            last = {ident: n for n, ident in enumerate(ids)}
+            ids, vecs = list(last), vecs[list(last.values())]
+        if not len(ids):
+            return
         self._writable()
-        self.remove([i for i in ids if i in self._keys])
-        keys = np.arange(self._next, self._next + len(ids), dtype=np.uint64)
-        self._next += len(ids)
-        for ident, key in zip(ids, keys, strict=True):
-            self._keys[ident] = int(key)
-        self._ids.extend(ids)
-        if len(ids):
-            self._index.add(keys, vecs)
+        keys = np.empty(len(ids), dtype=np.uint64)
+        for n, ident in enumerate(ids):
+            key = self._keys.get(ident)
+            if key is None:
+                key = self._reused.pop(ident, None)
+            if key is None:
+                key = self._next
+                self._next += 1
+                self._ids.append(None)
+            elif ident in self._keys:
+                self._index.remove(key)
+            keys[n] = key
+            self._keys[ident] = key
+            self._ids[key] = ident
+        self._index.add(keys, vecs)
 
     def remove(self, ids: Sequence[str]) -> None:
         """Remove ids (unknown ones are ignored)."""
@@ -108,6 +122,7 @@ class HnswIndex:
             if key is not None:
                 self._ids[key] = None
                 self._index.remove(key)
+                self._reused[ident] = key  # the id's key if it comes back (a skill rejected, then verified)
 
     def search(self, query: NDArray[np.float32], k: int) -> list[Hit]:
         """Approximate top-k by cosine similarity."""
@@ -123,21 +138,29 @@ class HnswIndex:
         return hits
 
     def save(self, path: Path) -> None:
-        """Write ``hnsw.usearch``, ``ids.npy``/``keys.npy`` and ``meta.json`` into ``path``. A graph still viewed
-        (unchanged since `load`) is copied as a file and viewed there from now on: the file it was read from may
-        be removed once saved elsewhere (an index cache replaces its entries), and its first change loads it."""
+        """Write ``hnsw.usearch``, ``ids.npy``/``keys.npy`` and ``meta.json`` into ``path``.
+
+        The graph is written to a temporary file and renamed over the target, never written in place (another
+        process may have the target memory-mapped). A graph still viewed (unchanged since `load`) is written from
+        its mapping, not read again from the file it was loaded from (an index cache removes a replaced entry,
+        perhaps another worker's), and is viewed from the new file from then on; saved onto the very file it
+        views, nothing is written."""
         path.mkdir(parents=True, exist_ok=True)
         target = path / "hnsw.usearch"
-        if self._view is not None and self._view != target:
-            shutil.copyfile(self._view, target)  # an OSError (a full disk): the index cache does not write the entry
+        if not (self._view is not None and _same_file(self._view, target)):
+            part = target.with_name(f".{target.name}.{os.getpid()}.part")
             try:
-                index = _new_index(self._dim, *self._params, self.dtype)
-                index.view(str(target))
-            except (ValueError, RuntimeError) as exc:
-                raise OSError(f"cannot view the HNSW index just copied to {target}: {exc}") from exc
-            self._index, self._view = index, target
-        elif self._view is None:
-            self._index.save(str(target))
+                self._index.save(str(part))  # an OSError (a full disk): the index cache does not write the entry
+                os.replace(part, target)
+            finally:
+                part.unlink(missing_ok=True)
+            if self._view is not None:
+                try:
+                    index = _new_index(self._dim, *self._params, self.dtype)
+                    index.view(str(target))
+                except (ValueError, RuntimeError) as exc:
+                    raise OSError(f"cannot view the HNSW index just written to {target}: {exc}") from exc
+                self._index, self._view = index, target
         ids = list(self._keys)
         np.save(path / "ids.npy", np.asarray(ids, dtype=str) if ids else np.zeros(0, dtype="<U1"))
         np.save(path / "keys.npy", np.asarray([self._keys[i] for i in ids], dtype=np.uint64))
@@ -169,10 +192,17 @@ class HnswIndex:
         for ident, key in self._keys.items():
             self._ids[key] = ident
         self._next = following
+        self._reused = {}
 
     def _writable(self) -> None:
-        """A viewed (memory-mapped) graph is loaded into memory before it changes."""
+        """A viewed (memory-mapped) graph is copied into memory before it changes: from the mapping, which
+        outlives the file (another worker's index cache may have removed it since)."""
         if self._view is not None:
-            index = _new_index(self._dim, *self._params, self.dtype)
-            index.load(str(self._view))
-            self._index, self._view = index, None
+            self._index, self._view = self._index.copy(), None
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # either is gone (or never was): not the same file
+        return False

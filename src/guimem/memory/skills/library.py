@@ -160,12 +160,12 @@ class SkillMemory(StoredRounds):
         if found is None:
             self._index = create_index(self.kit.vector_index, self.kit.embedder.dim)
             return False
-        names = IndexCache.array(found[0], "names").tolist()
-        ids = IndexCache.array(found[0], "ids").tolist()
-        try:
+        try:  # an entry written before it kept the keys, or one removed since: read the store once more
+            names = IndexCache.array(found[0], "names").tolist()
+            ids = IndexCache.array(found[0], "ids").tolist()
             keys = IndexCache.array(found[0], "keys").tolist()
             key_ids = IndexCache.array(found[0], "key_ids").tolist()
-        except (OSError, ValueError):  # an entry written before it kept the keys: read the store once more
+        except (OSError, ValueError):
             self._index = create_index(self.kit.vector_index, self.kit.embedder.dim)
             return False
         self._names = dict(zip(_texts(names), _texts(ids), strict=True))
