@@ -121,13 +121,44 @@ def test_parallel_workers_give_the_same_results_as_one(tmp_path):
     assert strip_timing(one.model_dump()["methods"]) == strip_timing(two.model_dump()["methods"])
 
 
+_RAY_EVAL = """
+import sys
+sys.path.insert(0, {root!r})
+from tests.harness.test_evaluate import settings, spec
+from pathlib import Path
+from guimem.harness.evaluate import Evaluation
+{before}
+ray_spec = spec(methods=["steer", "stack"], workers=2).model_copy(update={{"backend": "ray"}})
+print(Evaluation(ray_spec, Path({out!r}), settings()).run().model_dump_json())
+"""
+
+
+def _ray_eval(out: Path, before: str = "") -> subprocess.CompletedProcess[str]:
+    """An evaluation on a local Ray, in a process of its own: what this test process loaded before (usearch, by
+    another test) must not decide whether Ray can start (`test_ray_after_usearch_is_a_clear_error`)."""
+    code = _RAY_EVAL.format(root=str(Path(__file__).parents[2]), before=before, out=str(out))
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+
+
 @pytest.mark.slow
 def test_ray_backend_gives_the_same_results_as_one_process(tmp_path):
     pytest.importorskip("ray", reason="the ray extra is installed by make setup")
     one = Evaluation(spec(methods=["steer", "stack"]), tmp_path / "one", settings()).run()
-    ray_spec = spec(methods=["steer", "stack"], workers=2).model_copy(update={"backend": "ray"})
-    distributed = Evaluation(ray_spec, tmp_path / "ray", settings()).run()
-    assert strip_timing(one.model_dump()["methods"]) == strip_timing(distributed.model_dump()["methods"])
+    done = _ray_eval(tmp_path / "ray")
+    assert done.returncode == 0, done.stderr[-3000:]
+    distributed = json.loads(done.stdout.strip().splitlines()[-1])
+    assert strip_timing(one.model_dump()["methods"]) == strip_timing(distributed["methods"])
+
+
+def test_ray_after_usearch_is_a_clear_error(tmp_path):
+    """usearch 2.26's wheel carries its own C++ runtime: a process that loaded it before Ray aborted in
+    `ray.init` (std::regex_error), which took a whole test run down; now it is refused with the fix."""
+    pytest.importorskip("ray", reason="the ray extra is installed by make setup")
+    pytest.importorskip("usearch", reason="the hnsw extra is installed by make setup")
+    done = _ray_eval(tmp_path / "ray", before="import usearch.index")
+    assert done.returncode == 1 and "Ray cannot start in a process that loaded usearch" in done.stderr, \
+        done.stderr[-3000:]
+    assert "import ray" in done.stderr and "Aborted" not in done.stderr
 
 
 def test_lines_and_a_snapshot_torn_by_a_crash_do_not_stop_the_resume(tmp_path):

@@ -30,8 +30,11 @@ def test_half_precision_finds_what_single_precision_finds_and_stays_half_when_sa
     queries = _vectors(40, seed=1)
     agree = sum(len({h.id for h in half.search(q, 10)} & {h.id for h in exact.search(q, 10)}) for q in queries)
     assert agree >= 0.9 * 10 * len(queries)
-    top = half.search(vecs[17], 1)[0]
-    assert top.id == "v17" and top.score == pytest.approx(1.0, abs=2e-3)
+    # each vector finds itself with its own score, as half precision keeps it; approximately: a graph built on
+    # several threads leaves about 0.1 % of its vectors that their own vector does not reach (usearch 2.26: 31
+    # of 30,000 here, none built on one thread), so most, not all, of 20
+    own = [{h.id: h.score for h in half.search(vecs[i], 10)}.get(f"v{i}") for i in range(17, 37)]
+    assert sum(1 for score in own if score == pytest.approx(1.0, abs=2e-3)) >= 18
     half.save(tmp_path / "ix")
     assert json.loads((tmp_path / "ix" / "meta.json").read_text())["dtype"] == "f16"
     loaded = HnswIndex(48, exact_below=0)

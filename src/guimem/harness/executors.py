@@ -11,6 +11,7 @@ import logging
 import multiprocessing as mp
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -179,6 +180,7 @@ class RayExecutor:
 
     def __init__(self, spec: EvalSpec, run_dir: RunDir, settings: GuimemSettings, workers: int,
                  address: str | None = None, store_url: str = "") -> None:
+        ray_after_usearch = "ray._raylet" not in sys.modules and "usearch.compiled" in sys.modules
         try:
             import ray
         except ImportError as exc:
@@ -187,6 +189,15 @@ class RayExecutor:
             raise MissingDependencyError("ray", "ray") from exc
         self._ray = ray
         self._owns = not ray.is_initialized()
+        if self._owns and ray_after_usearch:
+            # usearch's wheel links its own C++ runtime and exports it: Ray loaded after it aborts the process
+            # in `ray.init` (std::regex_error, usearch 2.26 / Ray 2.60), so say so instead
+            from guimem.errors import ConfigError
+
+            raise ConfigError("Ray cannot start in a process that loaded usearch (an HNSW index) before Ray: "
+                              "its C++ runtime makes ray.init abort",
+                              suggestion="run the evaluation in a new process (`guimem eval --backend ray`), "
+                                         "or `import ray` before opening any memory")
         if self._owns:
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no telemetry, and no network here anyway
             self._connect(address, workers)
