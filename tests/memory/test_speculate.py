@@ -67,7 +67,7 @@ def _run(tmp_path, method: str, speculate: bool):
     finally:
         memory.close()
         embedder.close()
-    return trajectories, embedder, env
+    return trajectories, embedder, env, memory
 
 
 def _steps(trajectories):
@@ -84,14 +84,16 @@ def _steps(trajectories):
 
 def test_the_injections_are_the_same_with_and_without_speculation(tmp_path):
     for method in METHODS:
-        plain, plain_embedder, plain_env = _run(tmp_path, method, speculate=False)
-        ahead, ahead_embedder, ahead_env = _run(tmp_path, method, speculate=True)
+        plain, plain_embedder, plain_env, plain_memory = _run(tmp_path, method, speculate=False)
+        ahead, ahead_embedder, ahead_env, ahead_memory = _run(tmp_path, method, speculate=True)
         assert plain_env.previews == 0 and plain_embedder.prefetched == 0
         assert _steps(ahead) == _steps(plain), method
         assert [t.outcome.success for t in ahead] == [t.outcome.success for t in plain]
         assert any(s.injection.items for t in ahead for s in t.steps), f"{method} recalled nothing: nothing is tested"
         assert ahead_env.previews > 0 and ahead_env.callback is None  # the episode took its callback back
         assert ahead_embedder.prefetched > 0, f"{method} never used a speculative vector"
+        if method == "skills":  # its search too is done ahead, and taken only where the screen was previewed
+            assert ahead_memory.searched_ahead > plain_memory.searched_ahead
 
 
 def test_graph_skills_and_stack_speculate_and_a_step_limit_forwards_previews(tmp_path):

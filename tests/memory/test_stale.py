@@ -109,6 +109,20 @@ def test_locate_finds_an_element_again_under_another_id_but_never_guesses_a_rena
     assert not again and not res.ok
 
 
+def test_locate_kept_answers_belong_to_their_screen_and_their_arguments():
+    obs = FormEnv().reset(TASK)
+    gone = _gone(obs)
+    sel = Selector(role=Role.TEXTBOX, label="{field}")
+    for _ in range(2):  # asked again: the kept answers, each its own screen's and arguments'
+        assert locate(sel, obs, {"field": "username"}) == (sel.resolve(obs, {"field": "username"}), False)
+        assert locate(sel, obs, {"field": "password"})[0].element.label == "password"
+        assert not locate(sel, gone, {"field": "username"})[0].ok
+        assert locate(sel, obs)[0].status.value == "unbound"
+    for _ in range(3):  # a screen made anew each time, as every step's is: never another screen's answer
+        fresh = obs.model_copy(update={"elements": obs.elements[1:]})
+        assert locate(sel, fresh, {"field": "username"}) == (sel.resolve(fresh, {"field": "username"}), False)
+
+
 def test_a_skill_runs_on_a_page_whose_ids_a_release_renamed():
     program = SkillProgram.from_templates((
         Action(kind=ActionKind.TYPE, selector=Selector(role=Role.TEXTBOX, label="username", resource_id="username"),

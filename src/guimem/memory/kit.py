@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -142,11 +143,35 @@ def acts_here(behaviour: Behaviour, task: Task, observation: Observation) -> boo
 REGROUNDED_NOTE = " (re-grounded: the element it acts on is here under another id)"
 
 
+_LOCATED: OrderedDict[tuple[int, Selector, tuple[tuple[str, str], ...]],
+                      tuple[Observation, tuple[Resolution, bool]]] = OrderedDict()
+_LOCATED_KEPT = 1024
+
+
 def locate(selector: Selector, observation: Observation, params: dict[str, str] | None = None
            ) -> tuple[Resolution, bool]:
     """Where ``selector`` points on this screen, and whether it was re-grounded: when it matches nothing but
     names an id and a name (text or label), the one element of its role and name under another id (a release
-    renamed the id; a renamed label is not guessed)."""
+    renamed the id; a renamed label is not guessed).
+
+    A recall checks the same few selectors on one screen many times (the first steps of twenty skill candidates,
+    then grounding the items shown), so the last answers are kept, by the screen's identity (each entry holds
+    its observation, so the id is not reused while kept; observations and selectors are frozen)."""
+    key = (id(observation), selector, tuple(sorted(params.items())) if params else ())
+    kept = _LOCATED.get(key)
+    if kept is not None and kept[0] is observation:
+        return kept[1]
+    found = _locate(selector, observation, params)
+    _LOCATED[key] = (observation, found)
+    while len(_LOCATED) > _LOCATED_KEPT:
+        try:
+            _LOCATED.popitem(last=False)
+        except KeyError:  # another thread emptied it first
+            break
+    return found
+
+
+def _locate(selector: Selector, observation: Observation, params: dict[str, str] | None) -> tuple[Resolution, bool]:
     res = selector.resolve(observation, params)
     if res.status is not MatchStatus.NO_MATCH or not selector.resource_id or not (selector.text or selector.label):
         return res, False

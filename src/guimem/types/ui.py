@@ -108,6 +108,8 @@ def placeholders(template: str) -> list[str]:
 
 def fill(template: str, params: dict[str, str]) -> str:
     """Replace ``{param}`` placeholders; unknown ones are left as they are."""
+    if "{" not in template:
+        return template
     return _PLACEHOLDER.sub(lambda m: params.get(m.group(1), m.group(0)), template)
 
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from guimem.embeddings import EmbedRole
 from guimem.envs.base import Env, Transition
+from guimem.memory.ahead import SearchAhead
 from guimem.memory.base import LearnReport, RecallQuery, RoundBuffer, RoundLog, StoredRounds
 from guimem.memory.indexcache import IndexCache
 from guimem.memory.kit import MemoryKit
@@ -117,6 +118,7 @@ class SkillMemory(StoredRounds):
         self.settings = settings or SkillSettings()
         self.env_factory = env_factory
         self._index: VectorIndex = create_index(kit.vector_index, kit.embedder.dim)
+        self._search = SearchAhead(lambda: self._index)  # while the env settles (`speculate`)
         self._skills: dict[str, tuple[str, SkillBody, str]] = {}  # name -> skill, when every skill was read
         self._by_key: dict[str, str] = {}  # digest of an induction key (`_digest`) -> skill id
         self._shown: dict[str, int] = {}
@@ -136,7 +138,8 @@ class SkillMemory(StoredRounds):
         names: dict[str, str] = {}
         keys: dict[str, str] = {}
         counts: dict[str, int] = {}
-        self._index = create_index(self.kit.vector_index, self.kit.embedder.dim)
+        with self._search.changing():
+            self._index = create_index(self.kit.vector_index, self.kit.embedder.dim)
         for part in self.view.stream():  # a chunk at a time: validated (a store is hostile), not kept
             ids, vecs = [], []
             for rec, skill in part:
@@ -148,7 +151,8 @@ class SkillMemory(StoredRounds):
                     ids.append(rec.id)
                     vecs.append(vec)
             if ids:
-                self._index.add(ids, np.stack(vecs))
+                with self._search.changing():
+                    self._index.add(ids, np.stack(vecs))
         self._names, self._by_key = names, keys
         self.view.set_counts(counts)
         self._write_cache(names, counts)
@@ -156,6 +160,10 @@ class SkillMemory(StoredRounds):
     def _open_cached(self) -> bool:
         """Open from the index cache: the recallable skills' vectors and their names; bodies are read
         from the store when recall or a run needs them."""
+        with self._search.changing():
+            return self._open_cached_entry()
+
+    def _open_cached_entry(self) -> bool:
         found = self.view.open_entry("skills", [("skills", self._index)])  # and the counts it was saved with
         if found is None:
             self._index = create_index(self.kit.vector_index, self.kit.embedder.dim)
@@ -178,6 +186,7 @@ class SkillMemory(StoredRounds):
 
     def _before_close(self) -> None:
         """Refresh the index cache if this process changed the memory since it was saved."""
+        self._search.close()
         self._save_cache()
 
     def _save_cache(self) -> None:
@@ -200,7 +209,8 @@ class SkillMemory(StoredRounds):
             arrays[label] = _utf8(order)
             arrays[table] = _utf8([held[n] for n in order])
             del order
-        self.view.save_entry("skills", arrays, self._index, counts)
+        with self._search.changing():  # a viewed graph is viewed from the new file once saved
+            self.view.save_entry("skills", arrays, self._index, counts)
 
     def refresh(self) -> bool:
         """Catch up with the store: new and changed skills (merged support, status) update the index and
@@ -236,6 +246,11 @@ class SkillMemory(StoredRounds):
         return entry
 
     @property
+    def searched_ahead(self) -> int:
+        """Recalls that found their search done ahead, while the env settled (`speculate`)."""
+        return self._search.taken
+
+    @property
     def name(self) -> str:
         """``skills``."""
         return "skills"
@@ -250,10 +265,11 @@ class SkillMemory(StoredRounds):
         self.view.remember(skill_id, body, status, vec)
         self._by_key[_digest(body.key)] = skill_id
         if vec is not None:
-            if self._recallable(status):
-                self._index.add([skill_id], vec[None, :])
-            else:
-                self._index.remove([skill_id])
+            with self._search.changing():
+                if self._recallable(status):
+                    self._index.add([skill_id], vec[None, :])
+                else:
+                    self._index.remove([skill_id])
 
     def _status_for(self, body: SkillBody) -> tuple[SkillStatus, str]:
         if not self.settings.verify or self.env_factory is None:
@@ -297,17 +313,15 @@ class SkillMemory(StoredRounds):
         """Start embedding a screen recall may be asked about (`Speculating`); nothing when there is no skill."""
         if len(self._index):
             self.kit.speculate_state(observation, task)
+            if not self.settings.exclude_source_task:  # its pool is the whole index, not worth searching twice
+                self._search.ahead(lambda: self._query(observation, task), self._pool_size())
 
     def recall(self, query: RecallQuery) -> Injection:
         """Top-K skills by SGDR relevance, diversified by MMR."""
         if len(self._index) == 0:
             return Injection(method=self.name)
-        s = self.kit.embed_state(query.observation, query.task)
-        g = self.kit.embed_text(query.task.goal)
-        alpha = self.settings.alpha
-        combined = (alpha * s + (1 - alpha) * g).astype(np.float32)
-        pool = self._index.search(combined, max(3 * self.settings.k, self.settings.pool_min) + (
-            len(self._index) if self.settings.exclude_source_task else 0))
+        combined = self._query(query.observation, query.task)
+        pool = self._search.search(combined, self._pool_size())
         if self.settings.exclude_source_task:
             pool = [h for h in pool if not self._body(h.id).learned_from(query.task.id)]
             pool = pool[: max(3 * self.settings.k, self.settings.pool_min)]
@@ -325,6 +339,17 @@ class SkillMemory(StoredRounds):
             self._shown[item.id] = self._shown.get(item.id, 0) + 1
         return self.kit.injection(self.name, "Skills you can call with run_skill(name, args):", items,
                                   observation=query.observation, task=query.task)
+
+    def _query(self, observation: Observation, task: Task) -> NDArray[np.float32]:
+        """The search vector of a screen of a task: ``α·s + (1−α)·g``."""
+        s = self.kit.embed_state(observation, task)
+        g = self.kit.embed_text(task.goal)
+        alpha = self.settings.alpha
+        return (alpha * s + (1 - alpha) * g).astype(np.float32)
+
+    def _pool_size(self) -> int:
+        return max(3 * self.settings.k, self.settings.pool_min) + (
+            len(self._index) if self.settings.exclude_source_task else 0)
 
     def _starts_here(self, body: SkillBody, query: RecallQuery) -> bool:
         """Does the skill start on this screen: its arguments are the task's, and its first step finds
