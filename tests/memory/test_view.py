@@ -38,6 +38,30 @@ def test_bodies_are_read_on_demand_and_kept_within_the_bound(tmp_path):
         kit.store.close()
 
 
+def test_a_pool_is_read_in_one_store_read_and_kept(tmp_path, monkeypatch):
+    kit = _kit(tmp_path / "m.sqlite")
+    view = ItemView(kit, ItemKind.KNOWLEDGE, Note, bound=8)
+    other = ItemView(kit, ItemKind.SKILL, Note)  # another kind: never taken for one of this view's items
+    try:
+        for i in range(8):
+            view.put(f"n{i}", Note(text=f"note {i}"), ItemStatus.ACTIVE, EventType.CREATED, {})
+        other.put("s0", Note(text="a skill"), ItemStatus.ACTIVE, EventType.CREATED, {})
+        fresh = ItemView(kit, ItemKind.KNOWLEDGE, Note, bound=4)
+        reads: list[list[str]] = []
+        many = kit.store.get_many
+        monkeypatch.setattr(kit.store, "get_many", lambda ids: reads.append(list(ids)) or many(ids))
+        monkeypatch.setattr(kit.store, "get", lambda _id: (_ for _ in ()).throw(AssertionError("one at a time")))
+        fresh.read_many(["n1", "n2", "s0", "gone"])
+        assert reads == [["n1", "n2", "s0", "gone"]] and fresh.kept_items() == 2
+        assert fresh.get("n1") == Note(text="note 1") and fresh.kept("s0") is None
+        fresh.read_many(["n1", "n2"])  # kept: nothing read
+        assert len(reads) == 1
+        fresh.read_many([f"n{i}" for i in range(8)])  # no more than the bound is read
+        assert len(reads[-1]) == 4 and fresh.kept_items() == 4
+    finally:
+        kit.store.close()
+
+
 def test_counts_come_from_what_was_read_until_something_changes_then_from_the_store(tmp_path):
     kit = _kit(tmp_path / "m.sqlite")
     view = ItemView(kit, ItemKind.KNOWLEDGE, Note)

@@ -80,6 +80,14 @@ class ItemView(Generic[Body]):
         self.remember(item_id, body, rec.status, rec.vector_array())
         return self._read[item_id]
 
+    def read_many(self, item_ids: Sequence[str]) -> None:
+        """Read the items of ``item_ids`` not kept yet, in a few store reads (`Batching`), and keep them: a recall's
+        pool, whose bodies it asks for one at a time next (twenty reads of one item took 0.6 ms of a skills
+        recall at 100k skills)."""
+        missing = [item_id for item_id in item_ids if item_id not in self._read]
+        for rec, body in self.table.get_many(missing[: self.bound]) if missing else ():
+            self.remember(rec.id, body, rec.status, rec.vector_array())
+
     def peek_many(self, item_ids: Sequence[str]) -> Iterator[tuple[str, Body, str]]:
         """Many items' ids, bodies and statuses, one at a time: the kept ones as kept, the rest read in a few store
         reads (`Batching`) without keeping them (a pass over many items, such as indexing a pool, holds none of

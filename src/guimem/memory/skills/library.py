@@ -327,6 +327,7 @@ class SkillMemory(StoredRounds):
             pool = pool[: max(3 * self.settings.k, self.settings.pool_min)]
             if not pool:
                 return Injection(method=self.name)
+        self.view.read_many([h.id for h in pool])  # in one store read: each is asked for next
         if self.settings.match_state:
             pool = [h for h in pool if self._starts_here(self._body(h.id), query)]
             if not pool:
