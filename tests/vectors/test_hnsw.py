@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -88,18 +90,22 @@ def test_a_damaged_or_hostile_saved_index_is_refused_not_held(tmp_path, meta):
         HnswIndex(48).load(tmp_path / "ix")
 
 
+def _viewed(entry: Path) -> tuple[np.ndarray, HnswIndex]:
+    """50 vectors, and a half-precision graph of the first 40 saved in ``entry`` and viewed from there."""
+    vecs = _vectors(50)
+    index = HnswIndex(48, exact_below=0, dtype="f16")
+    index.add([f"v{i}" for i in range(40)], vecs[:40])
+    index.save(entry)
+    viewed = HnswIndex(48, exact_below=0)
+    viewed.load(entry)
+    return vecs, viewed
+
+
 def test_a_viewed_index_saved_elsewhere_can_change_after_the_file_it_was_read_from_is_removed(tmp_path):
     """An index cache writes a new entry and removes the old one; a skills memory opened from the old entry whose
     round added nothing still views that file, and the next round's new skill loaded the removed file
     (FileNotFoundError at 1M skills in an evaluation's third round)."""
-    import shutil
-
-    vecs = _vectors(50)
-    index = HnswIndex(48, exact_below=0, dtype="f16")
-    index.add([f"v{i}" for i in range(40)], vecs[:40])
-    index.save(tmp_path / "old")
-    viewed = HnswIndex(48, exact_below=0)
-    viewed.load(tmp_path / "old")
+    vecs, viewed = _viewed(tmp_path / "old")
     viewed.save(tmp_path / "new")
     shutil.rmtree(tmp_path / "old")
     assert viewed.search(vecs[3], 1)[0].id == "v3"
@@ -127,14 +133,7 @@ def test_a_viewed_index_whose_file_another_writer_removed_still_changes_and_save
     """Two evaluation workers open one index cache entry; one's round replaces the entry and its folder goes.
     The other views that file: its next change and its next save read the mapping, never the removed path
     (both read the path before: FileNotFoundError)."""
-    import shutil
-
-    vecs = _vectors(50)
-    index = HnswIndex(48, exact_below=0, dtype="f16")
-    index.add([f"v{i}" for i in range(40)], vecs[:40])
-    index.save(tmp_path / "entry")
-    viewed = HnswIndex(48, exact_below=0)
-    viewed.load(tmp_path / "entry")
+    vecs, viewed = _viewed(tmp_path / "entry")
     shutil.rmtree(tmp_path / "entry")  # the other worker's new entry replaced it
     if then == "add":
         viewed.add([f"v{i}" for i in range(40, 50)], vecs[40:])

@@ -37,6 +37,7 @@ from guimem.types import (
     Selector,
     Task,
 )
+from guimem.types.ui import kept_for_screen
 
 
 @dataclass
@@ -158,17 +159,7 @@ def locate(selector: Selector, observation: Observation, params: dict[str, str] 
     then grounding the items shown), so the last answers are kept, by the screen's identity (each entry holds
     its observation, so the id is not reused while kept; observations and selectors are frozen)."""
     key = (id(observation), selector, tuple(sorted(params.items())) if params else ())
-    kept = _LOCATED.get(key)
-    if kept is not None and kept[0] is observation:
-        return kept[1]
-    found = _locate(selector, observation, params)
-    _LOCATED[key] = (observation, found)
-    while len(_LOCATED) > _LOCATED_KEPT:
-        try:
-            _LOCATED.popitem(last=False)
-        except KeyError:  # another thread emptied it first
-            break
-    return found
+    return kept_for_screen(_LOCATED, key, observation, _LOCATED_KEPT, lambda: _locate(selector, observation, params))
 
 
 def _locate(selector: Selector, observation: Observation, params: dict[str, str] | None) -> tuple[Resolution, bool]:

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from enum import StrEnum
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _SPACE = re.compile(r"\s+")
@@ -122,19 +127,27 @@ def _normalised(observation: Observation) -> tuple[tuple[str, str, str], ...]:
     """Each element's (text, label, resource id), normalised (`normalise_text`). A recall matches many selectors
     against one screen, so the last few screens' are kept (by identity: each entry holds its observation, so
     its id is not reused while it is kept; observations are frozen)."""
-    key = id(observation)
-    kept = _NORMALISED.get(key)
-    if kept is not None and kept[0] is observation:
-        return kept[1]
-    names = tuple((normalise_text(el.text), normalise_text(el.label), normalise_text(el.resource_id))
-                  for el in observation.elements)
-    _NORMALISED[key] = (observation, names)
-    while len(_NORMALISED) > _NORMALISED_KEPT:
+    return kept_for_screen(_NORMALISED, id(observation), observation, _NORMALISED_KEPT, lambda: tuple(
+        (normalise_text(el.text), normalise_text(el.label), normalise_text(el.resource_id))
+        for el in observation.elements))
+
+
+def kept_for_screen(table: OrderedDict[K, tuple[Observation, V]], key: K, observation: Observation, kept: int,
+                    compute: Callable[[], V]) -> V:
+    """What ``compute`` gives for ``observation``, kept in ``table`` under ``key`` (which holds the screen's
+    identity, ``id(observation)``) among the last ``kept`` answers: each entry holds its observation, so the id
+    is not reused while it is kept (observations are frozen). Safe to share between threads."""
+    found = table.get(key)
+    if found is not None and found[0] is observation:
+        return found[1]
+    value = compute()
+    table[key] = (observation, value)
+    while len(table) > kept:
         try:
-            _NORMALISED.popitem(last=False)
+            table.popitem(last=False)
         except KeyError:  # another thread emptied it first
             break
-    return names
+    return value
 
 
 def _reported(el: UIElement) -> bool:
