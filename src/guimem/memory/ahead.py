@@ -37,6 +37,7 @@ class SearchAhead:
         self._changes = 0
         self._kept: tuple[int, bytes, int, list[Hit]] | None = None
         self._pool: ThreadPoolExecutor | None = None
+        self._closed = False
         self.taken = 0
         """Searches recall found done ahead."""
 
@@ -64,7 +65,9 @@ class SearchAhead:
 
     def ahead(self, query: Callable[[], NDArray[np.float32] | None], k: int) -> None:
         """Search, on a background thread, with the vector ``query`` computes there (None: nothing to search);
-        returns at once. What fails is logged: searching ahead only gives recall a head start."""
+        returns at once; nothing once closed. What fails is logged: searching ahead only gives recall a head start."""
+        if self._closed:
+            return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="guimem-search-ahead")
         self._pool.submit(self._run, query, k)
@@ -77,8 +80,15 @@ class SearchAhead:
         except Exception as exc:  # recall searches again itself
             log.warning("searching ahead failed (recall searches itself): %s", exc)
 
+    def settle(self) -> None:
+        """Wait for the searches ahead asked for so far."""
+        if self._pool is not None:
+            self._pool.submit(lambda: None).result()
+
     def close(self) -> None:
-        """Wait for a search in flight and stop the background thread (idempotent)."""
+        """Wait for a search in flight, drop those not started and stop the background thread; nothing is searched
+        ahead after (idempotent)."""
+        self._closed = True
         pool, self._pool = self._pool, None
         if pool is not None:
-            pool.shutdown(wait=True)
+            pool.shutdown(wait=True, cancel_futures=True)

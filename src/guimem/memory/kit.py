@@ -74,6 +74,12 @@ class MemoryKit:
         vec: NDArray[np.float32] = self.embedder.embed([state_text(obs, task)], EmbedRole.QUERY)[0]
         return vec
 
+    @property
+    def embeds_ahead(self) -> bool:
+        """Whether the embedder can embed ahead (`Prefetching`): work started for a preview is then taken by recall,
+        never done twice (an embedder called once per text, such as a paid API, is not called ahead)."""
+        return isinstance(self.embedder, Prefetching)
+
     def speculate_state(self, obs: Observation, task: Task) -> None:
         """Start embedding a screen that `embed_state` may soon be asked for, without waiting (an embedder
         that cannot embed ahead does nothing). What `embed_state` returns is the same either way."""
@@ -144,9 +150,10 @@ def acts_here(behaviour: Behaviour, task: Task, observation: Observation) -> boo
 REGROUNDED_NOTE = " (re-grounded: the element it acts on is here under another id)"
 
 
-_LOCATED: OrderedDict[tuple[int, Selector, tuple[tuple[str, str], ...]],
-                      tuple[Observation, tuple[Resolution, bool]]] = OrderedDict()
-_LOCATED_KEPT = 1024
+_Located = dict[tuple[Selector, tuple[tuple[str, str], ...]], tuple[Resolution, bool]]
+_LOCATED: OrderedDict[int, tuple[Observation, _Located]] = OrderedDict()
+_LOCATED_SCREENS = 8  # each entry holds its observation (a screenshot too): a few screens, as `ui._normalised`
+_LOCATED_PER_SCREEN = 1024
 
 
 def locate(selector: Selector, observation: Observation, params: dict[str, str] | None = None
@@ -158,8 +165,14 @@ def locate(selector: Selector, observation: Observation, params: dict[str, str] 
     A recall checks the same few selectors on one screen many times (the first steps of twenty skill candidates,
     then grounding the items shown), so the last answers are kept, by the screen's identity (each entry holds
     its observation, so the id is not reused while kept; observations and selectors are frozen)."""
-    key = (id(observation), selector, tuple(sorted(params.items())) if params else ())
-    return kept_for_screen(_LOCATED, key, observation, _LOCATED_KEPT, lambda: _locate(selector, observation, params))
+    answers = kept_for_screen(_LOCATED, id(observation), observation, _LOCATED_SCREENS, dict)
+    key = (selector, tuple(sorted(params.items())) if params else ())
+    found = answers.get(key)
+    if found is None:
+        if len(answers) >= _LOCATED_PER_SCREEN:
+            answers.clear()
+        found = answers[key] = _locate(selector, observation, params)
+    return found
 
 
 def _locate(selector: Selector, observation: Observation, params: dict[str, str] | None) -> tuple[Resolution, bool]:

@@ -313,7 +313,8 @@ class SkillMemory(StoredRounds):
         """Start embedding a screen recall may be asked about (`Speculating`); nothing when there is no skill."""
         if len(self._index):
             self.kit.speculate_state(observation, task)
-            if not self.settings.exclude_source_task:  # its pool is the whole index, not worth searching twice
+            # not with a pool of the whole index (not worth searching twice), nor an embedder that cannot embed ahead
+            if self.kit.embeds_ahead and not self.settings.exclude_source_task:
                 self._search.ahead(lambda: self._query(observation, task), self._pool_size())
 
     def recall(self, query: RecallQuery) -> Injection:
