@@ -217,6 +217,7 @@ class Progress(Wrapping):
         self.inner, self.path, self.every_s = inner, path, every_s
         self.texts = 0
         self.started = self.last = time.perf_counter()
+        self.cpu0 = time.process_time()  # CPU seconds too: a first open run beside other work (nice) is slowed
         self.pid = os.getpid()
 
     def embed(self, texts, role="query"):  # type: ignore[no-untyped-def]
@@ -229,7 +230,7 @@ class Progress(Wrapping):
     def write(self, done: bool = False) -> None:
         self.last = time.perf_counter()
         line = {"pid": self.pid, "texts": self.texts, "s": self.last - self.started, "peak_mb": _peak_mb(),
-                "done": done}
+                "cpu_s": time.process_time() - self.cpu0, "done": done}
         with self.path.open("a") as f:
             f.write(json.dumps(line) + "\n")
 
@@ -242,7 +243,9 @@ def resumed_open(path: Path) -> dict[str, float]:
         last[int(entry["pid"])] = entry
     texts = sum(e["texts"] for e in last.values())
     took = sum(e["s"] for e in last.values())
+    cpu = sum(e.get("cpu_s", 0.0) for e in last.values())
     return {"attempts": len(last), "texts": texts, "s": took, "texts_per_s": texts / took if took else 0.0,
+            "cpu_s": cpu, "cpu_ms_per_text": 1000 * cpu / texts if texts and cpu else 0.0,
             "peak_mb": max((e["peak_mb"] for e in last.values()), default=0.0),
             "done": any(e.get("done") for e in last.values())}
 
@@ -555,7 +558,8 @@ def in_eval(method: str, size: int, rounds: int, workers: int, stand_in_above: i
         attempts = resumed_open(log_path)
         opened.update({"attempts": attempts["attempts"], "texts": attempts["texts"],
                        "texts_per_s": attempts["texts_per_s"], "all_attempts_s": attempts["s"],
-                       "all_attempts_peak_mb": attempts["peak_mb"]})
+                       "all_attempts_peak_mb": attempts["peak_mb"],
+                       "all_attempts_cpu_ms_per_text": attempts["cpu_ms_per_text"]})
     print(json.dumps({f"first open: {method}@{size}": opened}), file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     subprocess.run([GUIMEM, "eval", "--suite", "default", "--rounds", str(rounds), "--methods", method,
@@ -754,6 +758,8 @@ def main() -> None:
             large = size >= 1_000_000
             o = w["open"]
             rate = f", {o['texts_per_s']:.0f} texts/s embedded" if "texts_per_s" in o else ""
+            if o.get("all_attempts_cpu_ms_per_text"):
+                rate += f" ({o['all_attempts_cpu_ms_per_text']:.1f} CPU ms per text)"
             if o.get("attempts", 1) > 1:
                 rate += (f"; in {o['attempts']} attempts resumed from saved text vectors: {o['all_attempts_s']:.0f} s, "
                          f"{o['texts']:,} texts, peak {o['all_attempts_peak_mb']:.0f} MB")

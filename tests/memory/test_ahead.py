@@ -1,5 +1,5 @@
-"""`SearchAhead`: a search run ahead of recall gives what recall would compute, never an answer from before the
-index changed, and never runs while the index changes."""
+"""`SearchAhead`: a search or a whole recall run ahead of recall gives what recall would compute, never an answer
+from before the memory changed, and never runs while it changes or beside a recall."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import time
 import numpy as np
 
 from guimem.memory.ahead import SearchAhead
+from guimem.types import Bounds, Observation, Task, UIElement
+from guimem.types.ui import same_screen
 from guimem.vectors import Hit, create_index
 
 DIM = 8
@@ -95,7 +97,7 @@ def test_nothing_is_searched_ahead_once_closed():
     ahead.ahead(lambda: q, 1)
     ahead.close()
     ahead.ahead(lambda: q, 1)  # a preview after close (the episode loop's last callback)
-    assert not any(t.name.startswith("guimem-search-ahead") for t in threading.enumerate())
+    assert not any(t.name.startswith("guimem-ahead") for t in threading.enumerate())
     ahead.close()
 
 
@@ -116,3 +118,109 @@ def test_only_an_embedder_that_embeds_ahead_is_asked_ahead(tmp_path):
         assert not plain.embeds_ahead and cached.embeds_ahead
     finally:
         store.close()
+
+
+def _screen(*texts: str, app: str = "form", at: float = 0.0) -> Observation:
+    return Observation(app=app, timestamp=at, elements=tuple(
+        UIElement(ref=f"e{i}", role="button", text=t, bounds=Bounds(x=0, y=20 * i, w=10, h=10))
+        for i, t in enumerate(texts)))
+
+
+def test_a_recall_done_ahead_is_taken_on_the_same_screen_only_and_never_after_a_change():
+    ahead = SearchAhead(lambda: create_index("exact", DIM))
+    task = Task(id="t", goal="press ok", app="form")
+    calls: list[Observation] = []
+
+    def recall_on(obs: Observation):
+        return lambda: calls.append(obs) or f"recalled on {[e.text for e in obs.elements]}"
+
+    preview = _screen("ok", "cancel", at=1.0)
+    ahead.recall_ahead(task, preview, recall_on(preview))
+    ahead.settle()
+    settled = _screen("ok", "cancel", at=2.0).model_copy(update={"screenshot": "obs-1.png"})  # taken later, a shot
+    assert ahead.recalled(task, settled, recall_on(settled)) == "recalled on ['ok', 'cancel']"
+    assert calls == [preview] and ahead.recalls_taken == 1
+    moved = _screen("ok", "cancel", "new")
+    assert ahead.recalled(task, moved, recall_on(moved)) == "recalled on ['ok', 'cancel', 'new']"
+    other = Task(id="t", goal="press cancel", app="form")
+    assert ahead.recalled(other, settled, recall_on(settled)) == "recalled on ['ok', 'cancel']"
+    assert calls == [preview, moved, settled] and ahead.recalls_taken == 1  # another task: recalled again
+    ahead.recall_ahead(task, preview, recall_on(preview))
+    ahead.settle()
+    with ahead.changing():  # a skill learned after the recall ahead
+        pass
+    ahead.recalled(task, settled, recall_on(settled))
+    assert calls[-1] is settled and ahead.recalls_taken == 1
+    ahead.close()
+
+
+def test_a_recall_never_runs_beside_a_recall_ahead_and_a_change_waits_for_it():
+    ahead = SearchAhead(lambda: create_index("exact", DIM))
+    task = Task(id="t", goal="g", app="form")
+    started, busy, overlapped = threading.Event(), [False], [False]
+
+    def slow(value: str):
+        def run() -> str:
+            overlapped[0] |= busy[0]
+            busy[0] = True
+            started.set()
+            time.sleep(0.2)
+            busy[0] = False
+            return value
+        return run
+
+    ahead.recall_ahead(task, _screen("a"), slow("ahead"))
+    assert started.wait(5)
+    assert ahead.recalled(task, _screen("b"), slow("now")) == "now"  # waited for the one ahead to end
+    ahead.recall_ahead(task, _screen("a"), slow("ahead"))
+    started.clear()
+    assert started.wait(5)
+    with ahead.changing():
+        overlapped[0] |= busy[0]
+    assert not overlapped[0]
+    ahead.close()
+
+
+def test_a_recall_that_fails_ahead_is_logged_and_recall_runs_itself(caplog):
+    ahead = SearchAhead(lambda: create_index("exact", DIM))
+    task = Task(id="t", goal="g", app="form")
+
+    def broken() -> str:
+        raise RuntimeError("the store went away")
+
+    with caplog.at_level(logging.WARNING, logger="guimem.memory.ahead"):
+        ahead.recall_ahead(task, _screen("a"), broken)
+        ahead.settle()
+    assert "recalling ahead failed" in caplog.text
+    assert ahead.recalled(task, _screen("a"), lambda: "now") == "now" and ahead.recalls_taken == 0
+    ahead.close()
+    ahead.recall_ahead(task, _screen("a"), lambda: "after close")
+    assert ahead.recalled(task, _screen("a"), lambda: "now") == "now"
+
+
+def test_same_screen_ignores_when_and_the_screenshot_only():
+    a = _screen("ok", at=1.0)
+    assert same_screen(a, a.model_copy(update={"timestamp": 9.0, "screenshot": "x.png"}))
+    assert not same_screen(a, _screen("OK", at=1.0))
+    assert not same_screen(a, _screen("ok", app="other", at=1.0))
+    assert not same_screen(a, a.model_copy(update={"location": "page2"}))
+
+
+def test_a_recall_ahead_not_started_is_dropped_for_another_screen_and_waited_for_on_its_own():
+    slow = _Slow()
+    ahead = SearchAhead(lambda: slow)  # type: ignore[arg-type, return-value]
+    task = Task(id="t", goal="g", app="form")
+    ran: list[str] = []
+    ahead.ahead(lambda: np.ones(DIM, np.float32), 3)  # keeps the background thread busy for 0.2 s
+    assert slow.searching.wait(5)
+    ahead.recall_ahead(task, _screen("a"), lambda: ran.append("a") or "ahead")
+    assert ahead.recalled(task, _screen("b"), lambda: ran.append("b") or "now") == "now"
+    ahead.settle()
+    assert ran == ["b"]  # the preview's recall was dropped before it started
+    slow.searching.clear()
+    ahead.ahead(lambda: np.full(DIM, 2.0, np.float32), 3)  # another query (the last one's answer is kept)
+    assert slow.searching.wait(5)
+    ahead.recall_ahead(task, _screen("a"), lambda: ran.append("a") or "ahead")
+    assert ahead.recalled(task, _screen("a"), lambda: ran.append("a again") or "now") == "ahead"
+    assert ran == ["b", "a"] and ahead.recalls_taken == 1
+    ahead.close()

@@ -1,4 +1,4 @@
-"""One vector index's search, run a step ahead of recall while the env settles (`guimem.memory.base.Speculating`).
+"""Recall, or one vector index's search, run a step ahead while the env settles (`guimem.memory.base.Speculating`).
 
 Between two steps a browser's work evicts the index from the processor's caches: at 100k skills an HNSW search
 took 0.98 ms cold against 0.21 ms warm (`benchmarks/recall_end_to_end.py`). A memory that speculates on the
@@ -6,6 +6,11 @@ screen the env previews can also search with the query that screen gives, on a b
 the answer; recall asking with the same query vector (the settled screen's signature is the preview's) takes
 it. A search is a function of the query vector, ``k`` and the index alone, so what is kept is what recall would
 compute: every change of the index (`changing`) forgets it and waits for a search in flight.
+
+A memory whose recall is a function of the task, the screen and what it holds can do its whole recall ahead the
+same way (`recall_ahead`): recall on a screen the same as the preview (`same_screen`: a settled page often is)
+takes the answer (`recalled`), after its own changes are counted (`changing`) exactly as for a search. A
+recall's reads and a change never run at once: both hold one lock.
 """
 
 from __future__ import annotations
@@ -13,42 +18,132 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
+from contextlib import contextmanager, suppress
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
+from guimem.types import Observation, Task
+from guimem.types.ui import same_screen
 from guimem.vectors import Hit, VectorIndex
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
-class SearchAhead:
-    """The searches of one index (the one ``index`` gives at each call), the last answer kept.
+class RecallAhead:
+    """One memory's recall for the screen the env previews, run on a background thread, the last answer kept."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()  # a recall (or search), a change of the memory, the kept answers
+        self._changes = 0
+        self._recalled: tuple[int, Task, Observation, Any] | None = None
+        self._pending: tuple[Future[None], Task, Observation] | None = None  # the last recall asked ahead
+        self._pool: ThreadPoolExecutor | None = None
+        self._closed = False
+        self.recalls_taken = 0
+        """Recalls found done ahead (`recalled`)."""
+
+    @contextmanager
+    def changing(self) -> Iterator[None]:
+        """Hold around every change of what a recall reads (an index, the kept bodies, the adjacency): no recall
+        runs meanwhile, and no answer found before it is given after it (reentrant)."""
+        with self._lock:
+            self._forget()
+            self._changes += 1
+            yield
+
+    def _forget(self) -> None:
+        self._recalled = None
+
+    @contextmanager
+    def holding(self) -> Iterator[None]:
+        """Hold around a read that keeps what it read where a recall looks (no recall runs meanwhile); nothing
+        changes, so the kept answers stay (reentrant)."""
+        with self._lock:
+            yield
+
+    def _submit(self, work: Callable[..., None], *args: Any) -> Future[None] | None:
+        if self._closed:
+            return None
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="guimem-ahead")
+        return self._pool.submit(work, *args)
+
+    def recall_ahead(self, task: Task, observation: Observation, recall: Callable[[], Any]) -> None:
+        """Run ``recall`` (the memory's recall for ``task`` on the previewed ``observation``, without its side
+        effects) on the background thread and keep its answer for `recalled`; returns at once; nothing once
+        closed. What fails is logged (recall runs again itself)."""
+        future = self._submit(self._recall_run, task, observation, recall)
+        if future is not None:
+            self._pending = (future, task, observation)
+
+    def _recall_run(self, task: Task, observation: Observation, recall: Callable[[], Any]) -> None:
+        try:
+            with self._lock:
+                if self._closed:
+                    return
+                changes = self._changes
+                answer = recall()
+                self._recalled = (changes, task, observation, answer)
+        except Exception as exc:  # recall runs again itself
+            log.warning("recalling ahead failed (recall runs itself): %s", exc)
+
+    def recalled(self, task: Task, observation: Observation, recall: Callable[[], T]) -> T:
+        """What ``recall`` gives for ``task`` on ``observation``: the answer `recall_ahead` kept when it was for
+        the same task on the same screen (`same_screen`) and nothing changed since (`changing`), else computed
+        now. Either way under the lock: a recall ahead in flight is waited for, never run beside; one not started
+        yet is waited for when it is for this task and screen, and dropped when it is not."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            future, for_task, for_screen = pending
+            if for_task == task and same_screen(for_screen, observation):
+                with suppress(CancelledError):  # closed meanwhile: recall runs itself
+                    future.result()  # this very recall, started or about to be: `_recall_run` logs what fails
+            else:
+                future.cancel()  # for another screen: dropped if not started (the lock waits for one that has)
+        with self._lock:
+            kept = self._recalled
+            if kept is not None and kept[0] == self._changes and kept[1] == task and same_screen(kept[2], observation):
+                self.recalls_taken += 1
+                answer: T = kept[3]
+                return answer
+            return recall()
+
+    def settle(self) -> None:
+        """Wait for the searches ahead asked for so far."""
+        if self._pool is not None:
+            self._pool.submit(lambda: None).result()
+
+    def close(self) -> None:
+        """Wait for a search in flight, drop those not started and stop the background thread; nothing is searched
+        ahead after (idempotent)."""
+        self._closed = True
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+class SearchAhead(RecallAhead):
+    """A `RecallAhead` that also keeps the last search of one index (the one ``index`` gives at each call): a
+    recall on another screen with the same query vector takes it.
 
     Args:
         index: Gives the index searched now (a memory may replace its index when it reopens).
     """
 
     def __init__(self, index: Callable[[], VectorIndex]) -> None:
+        super().__init__()
         self._index = index
-        self._lock = threading.Lock()  # a search, a change of the index, the kept answer
-        self._changes = 0
         self._kept: tuple[int, bytes, int, list[Hit]] | None = None
-        self._pool: ThreadPoolExecutor | None = None
-        self._closed = False
         self.taken = 0
         """Searches recall found done ahead."""
 
-    @contextmanager
-    def changing(self) -> Iterator[None]:
-        """Hold around every change or replacement of the index: no search runs meanwhile, and no answer found
-        before it is given after it."""
-        with self._lock:
-            self._kept = None
-            self._changes += 1
-            yield
+    def _forget(self) -> None:
+        super()._forget()
+        self._kept = None
 
     def search(self, vector: NDArray[np.float32], k: int) -> list[Hit]:
         """The index's top ``k`` for ``vector``: the answer kept from the last search when it was asked with the
@@ -66,11 +161,7 @@ class SearchAhead:
     def ahead(self, query: Callable[[], NDArray[np.float32] | None], k: int) -> None:
         """Search, on a background thread, with the vector ``query`` computes there (None: nothing to search);
         returns at once; nothing once closed. What fails is logged: searching ahead only gives recall a head start."""
-        if self._closed:
-            return
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="guimem-search-ahead")
-        self._pool.submit(self._run, query, k)
+        self._submit(self._run, query, k)
 
     def _run(self, query: Callable[[], NDArray[np.float32] | None], k: int) -> None:
         try:
@@ -79,16 +170,3 @@ class SearchAhead:
                 self.search(vector, k)
         except Exception as exc:  # recall searches again itself
             log.warning("searching ahead failed (recall searches itself): %s", exc)
-
-    def settle(self) -> None:
-        """Wait for the searches ahead asked for so far."""
-        if self._pool is not None:
-            self._pool.submit(lambda: None).result()
-
-    def close(self) -> None:
-        """Wait for a search in flight, drop those not started and stop the background thread; nothing is searched
-        ahead after (idempotent)."""
-        self._closed = True
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -306,7 +307,8 @@ class StoredRounds(ABC):
 
     def commit_round(self, round_index: int, trajectories: Sequence[Trajectory]) -> RoundReport:
         """Learn the round's episodes, consolidate and mark the round, in one transaction; then `_after_commit`."""
-        report = self.rounds.commit(self.learn, self.end_round, round_index, trajectories)
+        with self._committing():
+            report = self.rounds.commit(self.learn, self.end_round, round_index, trajectories)
         self._after_commit()
         return report
 
@@ -318,6 +320,11 @@ class StoredRounds(ABC):
         """`_before_close`, then close the store (idempotent)."""
         self._before_close()
         self.rounds.close()
+
+    def _committing(self) -> AbstractContextManager[None]:
+        """Held around the round's transaction, taken before it (nothing by default; a method that recalls on a
+        background thread holds its lock here, so that lock is always taken before the store's)."""
+        return nullcontext()
 
     def _after_commit(self) -> None:  # noqa: B027 - a hook: doing nothing is the default
         """After a committed round, outside its transaction: refresh derived files (nothing by default)."""

@@ -12,6 +12,7 @@ Ablations (the paper's factorial table): granularity ``action | subgoal | task``
 from __future__ import annotations
 
 import logging
+from contextlib import AbstractContextManager
 from typing import Any, Literal
 
 import numpy as np
@@ -19,6 +20,7 @@ from numpy.typing import NDArray
 from pydantic import BaseModel
 
 from guimem.embeddings import cosine
+from guimem.memory.ahead import RecallAhead
 from guimem.memory.base import LearnReport, RecallQuery, RoundBuffer, RoundLog, StoredRounds
 from guimem.memory.generalise import state_text
 from guimem.memory.indexcache import IndexCache
@@ -118,12 +120,18 @@ class GraphMemory(StoredRounds):
         self.nodes = ItemTable(kit, ItemKind.NODE, NodeBody)
         self.edges = ItemView(kit, ItemKind.EDGE, EdgeBody, bound=self.settings.body_cache)  # bodies read on demand
         self.cache = self.edges.cache
+        self._ahead = RecallAhead()  # while the env settles (`speculate`)
         self._load()
 
     @property
     def name(self) -> str:
         """``graph``."""
         return "graph"
+
+    @property
+    def recalled_ahead(self) -> int:
+        """Recalls that found their answer done ahead, on the same screen (`speculate`)."""
+        return self._ahead.recalls_taken
 
     def _load(self) -> None:
         """Open from the index cache when it matches the store (vectors memory-mapped, adjacency as
@@ -163,6 +171,10 @@ class GraphMemory(StoredRounds):
         """Catch up with the store: nodes are written once and an edge changes only in the tasks it was learned
         from, so what was written since is new nodes and edges, added to the index and the adjacency, and
         edges with another source task, whose bodies are replaced (anything else: False, reopen)."""
+        with self._ahead.changing():  # no recall reads the graph meanwhile (one ahead may be in flight)
+            return self._refresh()
+
+    def _refresh(self) -> bool:
         found = self.edges.changes()
         if found is None:
             return False
@@ -190,12 +202,19 @@ class GraphMemory(StoredRounds):
             return change.new and rec.version == 1 and rec.vector is not None
         return change.new or (rec.kind == ItemKind.EDGE.value and rec.status == ItemStatus.ACTIVE)
 
+    def _committing(self) -> AbstractContextManager[None]:
+        """A round's learning changes what recall reads: no recall ahead runs meanwhile (held before the store's
+        transaction, as a recall ahead holds it before reading the store)."""
+        return self._ahead.changing()
+
     def _after_commit(self) -> None:
         """Refresh the index cache after a committed round (outside its transaction: the committed store)."""
-        self._save_cache()
+        with self._ahead.changing():  # a viewed index is viewed from the new file once saved
+            self._save_cache()
 
     def _before_close(self) -> None:
         """Refresh the index cache if this process changed the memory since it was saved."""
+        self._ahead.close()
         self._save_cache()
 
     def _save_cache(self) -> None:
@@ -324,28 +343,38 @@ class GraphMemory(StoredRounds):
                             origin=Origin.MODEL if self.settings.extractor == "llm" else Origin.ACTION)
 
     def speculate(self, task: Task, observation: Observation) -> None:
-        """Start embedding a screen recall may be asked about (`Speculating`); nothing when there is no edge."""
+        """Start embedding a screen recall may be asked about (`Speculating`), and recall on it in the background
+        (`RecallAhead`): a recall on the same screen takes the answer; nothing when there is no edge."""
         if self.edge_count:
             self.kit.speculate_state(observation, task)
+            # not with an embedder that cannot embed ahead (asked twice on another screen), nor the flat ablation's
+            # search of every edge (not worth doing twice)
+            if self.kit.embeds_ahead and not (self.settings.structure is Structure.FLAT
+                                              and self.settings.exclude_source_task):
+                self._ahead.recall_ahead(task, observation, lambda: self._recall(task, observation))
 
     def recall(self, query: RecallQuery) -> Injection:
         """Nearest node's outgoing edges (graph), or the top-k edges by source screen (flat)."""
+        return self._ahead.recalled(query.task, query.observation, lambda: self._recall(query.task, query.observation))
+
+    def _recall(self, task: Task, observation: Observation) -> Injection:
+        """The recall for ``task`` on ``observation``: a function of them and the graph, so it may run ahead."""
         if not self.edge_count:
             return Injection(method=self.name)
-        vec = self.kit.embed_state(query.observation, query.task)
+        vec = self.kit.embed_state(observation, task)
         if self.settings.structure is Structure.FLAT:
             hits = self._edge_sources.search(vec, self.settings.flat_k + (self.edge_count
                                                                          if self.settings.exclude_source_task else 0))
             items = [self._edge_item(h.id, h.score) for h in hits
-                     if self._recallable(h.id, query.task)][: self.settings.flat_k]
+                     if self._recallable(h.id, task)][: self.settings.flat_k]
         else:
             nearest = self._nodes.search(vec, 1)
             if not nearest:
                 return Injection(method=self.name)
-            edge_ids = [e for e in self._out_of(nearest[0].id) if self._recallable(e, query.task)]
+            edge_ids = [e for e in self._out_of(nearest[0].id) if self._recallable(e, task)]
             items = [self._edge_item(e, nearest[0].score) for e in edge_ids[-self.settings.max_edges:]]
         return self.kit.injection(self.name, "Memory of this screen (what was tried from here before):", items,
-                                  observation=query.observation, task=query.task)
+                                  observation=observation, task=task)
 
     def _recallable(self, edge_id: str, task: Task) -> bool:
         return not (self.settings.exclude_source_task and self._edge(edge_id).learned_from(task.id))

@@ -101,6 +101,12 @@ class Observation(BaseModel):
         return None
 
 
+def same_screen(a: Observation, b: Observation) -> bool:
+    """Do two observations show the same screen: the same app, location and elements (when they were taken and
+    their screenshot files aside)? What memory reads of a screen is then the same."""
+    return a is b or (a.app == b.app and a.location == b.location and a.elements == b.elements)
+
+
 def normalise_text(text: str) -> str:
     """Case-fold and collapse white space, for comparing visible text."""
     return _SPACE.sub(" ", text).strip().casefold()

@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from typing import Any, Literal
 
 import numpy as np
@@ -180,6 +181,11 @@ class SkillMemory(StoredRounds):
         self._by_key = dict(zip(_texts(keys), _texts(key_ids), strict=True))
         return True
 
+    def _committing(self) -> AbstractContextManager[None]:
+        """A round's learning changes what recall reads: no recall ahead runs meanwhile (held before the store's
+        transaction, as a recall ahead holds it before reading the store)."""
+        return self._search.changing()
+
     def _after_commit(self) -> None:
         """Refresh the index cache after a committed round (outside its transaction: the committed store)."""
         self._save_cache()
@@ -215,6 +221,10 @@ class SkillMemory(StoredRounds):
     def refresh(self) -> bool:
         """Catch up with the store: new and changed skills (merged support, status) update the index and
         the names (the counts are recounted in the store when asked); nothing else is read."""
+        with self._search.changing():  # no recall reads the view meanwhile (one ahead may be in flight)
+            return self._refresh()
+
+    def _refresh(self) -> bool:
         found = self.view.changes()
         if found is None:
             return False
@@ -249,6 +259,11 @@ class SkillMemory(StoredRounds):
     def searched_ahead(self) -> int:
         """Recalls that found their search done ahead, while the env settled (`speculate`)."""
         return self._search.taken
+
+    @property
+    def recalled_ahead(self) -> int:
+        """Recalls that found their whole answer done ahead, on the same screen (`speculate`)."""
+        return self._search.recalls_taken
 
     @property
     def name(self) -> str:
@@ -310,37 +325,46 @@ class SkillMemory(StoredRounds):
         return report
 
     def speculate(self, task: Task, observation: Observation) -> None:
-        """Start embedding a screen recall may be asked about (`Speculating`); nothing when there is no skill."""
+        """Start embedding a screen recall may be asked about (`Speculating`), and recall on it in the background
+        (`SearchAhead.recall_ahead`): a recall on the same screen takes the answer; nothing when there is no
+        skill."""
         if len(self._index):
             self.kit.speculate_state(observation, task)
             # not with a pool of the whole index (not worth searching twice), nor an embedder that cannot embed ahead
             if self.kit.embeds_ahead and not self.settings.exclude_source_task:
-                self._search.ahead(lambda: self._query(observation, task), self._pool_size())
+                self._search.recall_ahead(task, observation, lambda: self._recall(task, observation))
 
     def recall(self, query: RecallQuery) -> Injection:
         """Top-K skills by SGDR relevance, diversified by MMR."""
+        injection = self._search.recalled(query.task, query.observation,
+                                          lambda: self._recall(query.task, query.observation))
+        for item in injection.items:
+            self._shown[item.id] = self._shown.get(item.id, 0) + 1
+        return injection
+
+    def _recall(self, task: Task, observation: Observation) -> Injection:
+        """The recall for ``task`` on ``observation``, without its side effects (what was shown is counted by
+        `recall`): a function of them and the skills held, so it may run ahead (`speculate`)."""
         if len(self._index) == 0:
             return Injection(method=self.name)
-        combined = self._query(query.observation, query.task)
+        combined = self._query(observation, task)
         pool = self._search.search(combined, self._pool_size())
         if self.settings.exclude_source_task:
-            pool = [h for h in pool if not self._body(h.id).learned_from(query.task.id)]
+            pool = [h for h in pool if not self._body(h.id).learned_from(task.id)]
             pool = pool[: max(3 * self.settings.k, self.settings.pool_min)]
             if not pool:
                 return Injection(method=self.name)
         self.view.read_many([h.id for h in pool])  # in one store read: each is asked for next
         if self.settings.match_state:
-            pool = [h for h in pool if self._starts_here(self._body(h.id), query)]
+            pool = [h for h in pool if self._starts_here(self._body(h.id), task, observation)]
             if not pool:
                 return Injection(method=self.name, note="no skill starts on this screen")
         vectors = np.stack([self._vector(h.id) for h in pool])
         scores = np.array([h.score for h in pool], dtype=np.float32)
         picked = mmr(scores, vectors, self.settings.k, self.settings.mmr_lambda)
         items = [self._item(pool[i].id, self._body(pool[i].id), float(scores[i])) for i in picked]
-        for item in items:
-            self._shown[item.id] = self._shown.get(item.id, 0) + 1
         return self.kit.injection(self.name, "Skills you can call with run_skill(name, args):", items,
-                                  observation=query.observation, task=query.task)
+                                  observation=observation, task=task)
 
     def _query(self, observation: Observation, task: Task) -> NDArray[np.float32]:
         """The search vector of a screen of a task: ``α·s + (1−α)·g``."""
@@ -353,10 +377,10 @@ class SkillMemory(StoredRounds):
         return max(3 * self.settings.k, self.settings.pool_min) + (
             len(self._index) if self.settings.exclude_source_task else 0)
 
-    def _starts_here(self, body: SkillBody, query: RecallQuery) -> bool:
+    def _starts_here(self, body: SkillBody, task: Task, observation: Observation) -> bool:
         """Does the skill start on this screen: its arguments are the task's, and its first step finds
         its element here."""
-        return can_start(body.program, body.program.args_for(query.task), query.observation, query.task)
+        return can_start(body.program, body.program.args_for(task), observation, task)
 
     def _item(self, skill_id: str, body: SkillBody, score: float) -> InjectedItem:
         code = body.program.render(body.name)
@@ -368,7 +392,8 @@ class SkillMemory(StoredRounds):
     def run_skill(self, env: Env, action: Action, task: Task, observation: Observation
                   ) -> tuple[Transition, tuple[Action, ...]]:
         """Execute a recalled skill (the harness's skill runner); each run is logged as a use."""
-        entry = self._skill(action.skill or "")
+        with self._search.holding():  # its read of the store is kept in the view, as a recall ahead's are
+            entry = self._skill(action.skill or "")
         if entry is None:
             err = ActionError(code=ActionErrorCode.SKILL_FAILED, message=f"no skill named {action.skill!r}",
                               action=action.describe())
