@@ -134,3 +134,36 @@ def test_a_skill_runs_on_a_page_whose_ids_a_release_renamed():
     obs = env.reset(TASK)
     run = execute(env, program, dict(env.task.params), obs, name="login")
     assert run.error is None and run.done and env.evaluate().success
+
+
+def test_a_step_is_located_with_its_arguments_as_its_bound_copy_is():
+    """`finds` locates a step's selector with the arguments (a few selectors shared by many candidates keep their
+    answers) rather than binding a copy first: the answer is the bound copy's, the re-grounding of a gone id
+    included, and an id filled with nothing is not re-grounded."""
+    from guimem.memory.program import finds
+
+    obs = FormEnv().reset(TASK)
+    renamed = DriftEnv(FormEnv(), "v1", frozenset({"rename"})).reset(TASK)
+    steps = [Action(kind=ActionKind.TYPE, selector=Selector(role=Role.TEXTBOX, label="{f}", resource_id="{f}"),
+                    text="x"),
+             Action(kind=ActionKind.TYPE, selector=Selector(role=Role.TEXTBOX, label="{f}", resource_id="{g}"),
+                    text="x"),
+             Action(kind=ActionKind.TAP, selector=Selector(role=Role.BUTTON, text="{f}"))]
+    for screen in (obs, renamed, _gone(obs)):
+        for args in ({"f": "username", "g": ""}, {"f": "password", "g": "password"}, {"f": "Login", "g": "x"}, {}):
+            for step in steps:
+                bound = step.bind(args).selector
+                assert bound is not None
+                want = locate(bound, screen)
+                assert locate(step.selector, screen, args) == want, (step.describe(), args)  # type: ignore[arg-type]
+                assert finds(step, args, screen) == (want[0].ok and want[0].element is not None)
+
+
+def test_an_id_and_a_name_filled_with_nothing_are_not_regrounded():
+    from guimem.types import Bounds, Observation, UIElement
+
+    box = UIElement(ref="e1", role=Role.TEXTBOX, bounds=Bounds(x=0, y=0, w=5, h=5))
+    unnamed = Observation(app="a", elements=(box,))
+    sel = Selector(role=Role.TEXTBOX, label="{f}", resource_id="{g}")
+    args = {"f": "", "g": "y"}  # names nothing once filled: nothing to find again under another id
+    assert locate(sel, unnamed, args) == locate(sel.bind(args), unnamed) == (sel.bind(args).resolve(unnamed), False)

@@ -177,7 +177,10 @@ def locate(selector: Selector, observation: Observation, params: dict[str, str] 
 
 def _locate(selector: Selector, observation: Observation, params: dict[str, str] | None) -> tuple[Resolution, bool]:
     res = selector.resolve(observation, params)
-    if res.status is not MatchStatus.NO_MATCH or not selector.resource_id or not (selector.text or selector.label):
+    if res.status is not MatchStatus.NO_MATCH:
+        return res, False
+    named = selector.bind(params) if params else selector  # what it names with the arguments filled
+    if not named.resource_id or not (named.text or named.label):
         return res, False
     again = selector.model_copy(update={"resource_id": ""}).resolve(observation, params)
     return (again, True) if again.ok and again.element is not None else (res, False)

@@ -151,10 +151,11 @@ def can_start(program: SkillProgram, args: dict[str, str], observation: Observat
 
 def finds(step: Action, args: dict[str, str], observation: Observation) -> bool:
     """Does ``step`` (its arguments filled) find its element on this screen? A step with no target does."""
-    selector = step.bind(args).selector
-    if selector is None:
+    if step.selector is None:
         return True
-    res, _ = locate(selector, observation)
+    # located with the arguments, not bound first: twenty candidates' first steps share a few selectors, and
+    # `locate` keeps each answer for this screen by selector and arguments (a bound copy is a new selector)
+    res, _ = locate(step.selector, observation, args)
     return res.ok and res.element is not None
 
 
