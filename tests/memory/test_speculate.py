@@ -61,7 +61,7 @@ def _run(tmp_path, method: str, speculate: bool):
                 runner = getattr(memory, "run_skill", None)
                 batch.append(run_episode(env, ExplorerPolicy(seed=seed + 7 * round_index), task, memory=memory,
                                          settings=EpisodeSettings(max_steps=6, speculate=speculate),
-                                         skill_runner=runner, round_index=round_index))
+                                         skill_runner=runner, round_index=round_index, slot=seed - 1))
             memory.commit_round(round_index, batch)
             trajectories.extend(batch)
     finally:
@@ -92,8 +92,8 @@ def test_the_injections_are_the_same_with_and_without_speculation(tmp_path):
         assert any(s.injection.items for t in ahead for s in t.steps), f"{method} recalled nothing: nothing is tested"
         assert ahead_env.previews > 0 and ahead_env.callback is None  # the episode took its callback back
         assert ahead_embedder.prefetched > 0, f"{method} never used a speculative vector"
-        if method in ("graph", "skills"):  # the whole recall is done ahead, taken only on a previewed screen
-            assert ahead_memory.recalled_ahead > 0 and plain_memory.recalled_ahead == 0, method
+        # the whole recall is done ahead, taken only on a previewed screen
+        assert ahead_memory.recalled_ahead > 0 and plain_memory.recalled_ahead == 0, method
 
 
 def test_graph_skills_and_stack_speculate_and_a_step_limit_forwards_previews(tmp_path):
@@ -130,3 +130,31 @@ def test_drift_and_poison_wrappers_preview_what_they_will_show():
         assert seen == [result.observation] and seen[0] != inner._last  # shown as the wrapper shows it
         env.preview_to(None)
         assert inner.callback is None
+
+
+def test_the_stack_recalls_ahead_for_the_episodes_trial_slot_only(tmp_path, monkeypatch):
+    """The stack's answer depends on the episode's trial slot (trial or control arm), which a preview does not
+    carry: a recall ahead is for the slot of the last recall, and taken only by a recall of that slot."""
+    from guimem.memory.base import RecallQuery
+    from guimem.memory.stack import StackMemory
+    from guimem.types import Injection
+
+    settings = GuimemSettings()
+    embedder = CachedEmbedder(HashingEmbedder(settings.embedder.dim))
+    memory = open_memory("stack", str(tmp_path / "stack.sqlite"), settings, embedder=embedder)
+    assert isinstance(memory, StackMemory)
+    monkeypatch.setattr(type(memory.lifecycle), "has_items", property(lambda self: True))
+    monkeypatch.setattr(memory, "_recall", lambda q: (Injection(method="stack", note=f"slot {q.slot}"), {}))
+    env = PreviewingForm()
+    task = Task(id="form", goal="", app="form", seed=1, max_steps=6)
+    screen = env.reset(task)
+    try:
+        for slot in (0, 1, 1, 2, 0):
+            assert memory.recall(RecallQuery(task=task, observation=screen, slot=slot)).note == f"slot {slot}"
+            memory.speculate(task, screen)  # the preview of the episode's next step (this slot's)
+            taken = memory.recalled_ahead
+            assert memory.recall(RecallQuery(task=task, observation=screen, slot=slot)).note == f"slot {slot}"
+            assert memory.recalled_ahead == taken + 1
+    finally:
+        memory.close()
+        embedder.close()

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from typing import Any, TypeVar
@@ -39,8 +39,8 @@ class RecallAhead:
     def __init__(self) -> None:
         self._lock = threading.RLock()  # a recall (or search), a change of the memory, the kept answers
         self._changes = 0
-        self._recalled: tuple[int, Task, Observation, Any] | None = None
-        self._pending: tuple[Future[None], Task, Observation] | None = None  # the last recall asked ahead
+        self._recalled: tuple[int, tuple[Task, Hashable], Observation, Any] | None = None
+        self._pending: tuple[Future[None], tuple[Task, Hashable], Observation] | None = None  # the last asked ahead
         self._pool: ThreadPoolExecutor | None = None
         self._closed = False
         self.recalls_taken = 0
@@ -72,41 +72,45 @@ class RecallAhead:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="guimem-ahead")
         return self._pool.submit(work, *args)
 
-    def recall_ahead(self, task: Task, observation: Observation, recall: Callable[[], Any]) -> None:
+    def recall_ahead(self, task: Task, observation: Observation, recall: Callable[[], Any], also: Hashable = None
+                     ) -> None:
         """Run ``recall`` (the memory's recall for ``task`` on the previewed ``observation``, without its side
         effects) on the background thread and keep its answer for `recalled`; returns at once; nothing once
-        closed. What fails is logged (recall runs again itself)."""
-        future = self._submit(self._recall_run, task, observation, recall)
+        closed. ``also``: whatever else the answer depends on (the stack's trial slot). What fails is logged
+        (recall runs again itself)."""
+        key = (task, also)
+        future = self._submit(self._recall_run, key, observation, recall)
         if future is not None:
-            self._pending = (future, task, observation)
+            self._pending = (future, key, observation)
 
-    def _recall_run(self, task: Task, observation: Observation, recall: Callable[[], Any]) -> None:
+    def _recall_run(self, key: tuple[Task, Hashable], observation: Observation, recall: Callable[[], Any]) -> None:
         try:
             with self._lock:
                 if self._closed:
                     return
                 changes = self._changes
                 answer = recall()
-                self._recalled = (changes, task, observation, answer)
+                self._recalled = (changes, key, observation, answer)
         except Exception as exc:  # recall runs again itself
             log.warning("recalling ahead failed (recall runs itself): %s", exc)
 
-    def recalled(self, task: Task, observation: Observation, recall: Callable[[], T]) -> T:
+    def recalled(self, task: Task, observation: Observation, recall: Callable[[], T], also: Hashable = None) -> T:
         """What ``recall`` gives for ``task`` on ``observation``: the answer `recall_ahead` kept when it was for
-        the same task on the same screen (`same_screen`) and nothing changed since (`changing`), else computed
-        now. Either way under the lock: a recall ahead in flight is waited for, never run beside; one not started
-        yet is waited for when it is for this task and screen, and dropped when it is not."""
+        the same task (and ``also``) on the same screen (`same_screen`) and nothing changed since (`changing`),
+        else computed now. Either way under the lock: a recall ahead in flight is waited for, never run beside;
+        one not started yet is waited for when it is for this task and screen, and dropped when it is not."""
+        key = (task, also)
         pending, self._pending = self._pending, None
         if pending is not None:
             future, for_task, for_screen = pending
-            if for_task == task and same_screen(for_screen, observation):
+            if for_task == key and same_screen(for_screen, observation):
                 with suppress(CancelledError):  # closed meanwhile: recall runs itself
                     future.result()  # this very recall, started or about to be: `_recall_run` logs what fails
             else:
                 future.cancel()  # for another screen: dropped if not started (the lock waits for one that has)
         with self._lock:
             kept = self._recalled
-            if kept is not None and kept[0] == self._changes and kept[1] == task and same_screen(kept[2], observation):
+            if kept is not None and kept[0] == self._changes and kept[1] == key and same_screen(kept[2], observation):
                 self.recalls_taken += 1
                 answer: T = kept[3]
                 return answer

@@ -16,6 +16,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,8 @@ from guimem.embeddings import EmbedRole, cosine
 from guimem.envs.base import Env, Transition
 from guimem.errors import StoreError
 from guimem.llm import LLMClient
-from guimem.memory.base import RecallQuery, RoundLog, StoredRounds
+from guimem.memory.ahead import RecallAhead
+from guimem.memory.base import LearnReport, RecallQuery, RoundLog, StoredRounds
 from guimem.memory.generalise import direct_path, state_text, template_key
 from guimem.memory.indexcache import IndexCache
 from guimem.memory.kit import MemoryKit, acts_here
@@ -217,6 +219,8 @@ class StackMemory(AdmissionMembers, StoredRounds):
         self._unsaved = False
         self._saved_texts, self._saved_at = len(self._texts), time.monotonic()
         self._skills: dict[str, str] = {}  # name → id of the skills recall has shown (what a policy can run)
+        self._ahead = RecallAhead()  # while the env settles (`speculate`)
+        self._slot = 0  # the trial slot of the last recall (the episode's)
         self._searches: dict[str, PoolSearch] = {}  # by app: the large transfer pools' relevance indexes
         # opened without its index cache, the lifecycle reads the items a chunk at a time and the texts of each
         # chunk are embedded there (`_embed_items`); from the cache, nothing is read until recall needs it
@@ -267,13 +271,20 @@ class StackMemory(AdmissionMembers, StoredRounds):
         self._embed_items([(i, it) for i, (it, st) in self.lifecycle.entries.items()
                            if st in (ItemStatus.ADMITTED, *UNDER_TEST)])
 
+    def _committing(self) -> AbstractContextManager[None]:
+        """A round's learning changes what recall reads: no recall ahead runs meanwhile (held before the store's
+        transaction, as a recall ahead holds it before reading the store)."""
+        return self._ahead.changing()
+
     def _after_commit(self) -> None:
         """Refresh the index cache after a committed round: the admission lifecycle's, then the text vectors."""
-        self.lifecycle.save_cache()
-        self._save_cache()
+        with self._ahead.changing():  # the text vectors are read back from the new file once saved
+            self.lifecycle.save_cache()
+            self._save_cache()
 
     def _before_close(self) -> None:
         """Persist the text vectors embedded since the last save."""
+        self._ahead.close()
         self._save_cache()
         self._texts.close()
 
@@ -296,11 +307,27 @@ class StackMemory(AdmissionMembers, StoredRounds):
 
     def refresh(self) -> bool:
         """Catch up with the store without reopening; the new items' texts are embedded here, not in a step."""
+        with self._ahead.changing():  # no recall reads the items meanwhile (one ahead may be in flight)
+            return self._refresh()
+
+    def _refresh(self) -> bool:
         if not self.lifecycle.refresh():
             return False
         if self.lifecycle.loaded:
             self._warm()
         return True
+
+    def learn(self, trajectory: Trajectory) -> LearnReport:
+        """Record trial/control evidence from the episode's trace and queue its proposals (no recall reads the
+        items meanwhile)."""
+        with self._ahead.changing():
+            return self.lifecycle.observe(trajectory)
+
+    def set_status(self, item_id: str, status: str, reason: str) -> None:
+        """Manual curation (admit/retire), checked against the transition table and logged (no recall reads the
+        items meanwhile)."""
+        with self._ahead.changing():
+            self.lifecycle.set_status(item_id, status, reason)
 
     def end_round(self) -> None:
         """Gate decisions, merges, the next round; then embed the new items."""
@@ -311,6 +338,11 @@ class StackMemory(AdmissionMembers, StoredRounds):
     def name(self) -> str:
         """``stack``."""
         return "stack"
+
+    @property
+    def recalled_ahead(self) -> int:
+        """Recalls that found their answer done ahead, on the same screen (`speculate`)."""
+        return self._ahead.recalls_taken
 
 
     def _vector(self, item: KnowledgeItem) -> NDArray[np.float32]:
@@ -403,24 +435,39 @@ class StackMemory(AdmissionMembers, StoredRounds):
         return q
 
     def speculate(self, task: Task, observation: Observation) -> None:
-        """Start embedding a screen recall may be asked about (`Speculating`); nothing while memory is empty."""
+        """Start embedding a screen recall may be asked about (`Speculating`), and recall on it in the background
+        for the episode's trial slot (that of the last recall: a preview comes after an episode's first step)
+        (`RecallAhead`): a recall on the same screen takes the answer; nothing while memory is empty."""
         if self.lifecycle.has_items:
             self.kit.speculate_state(observation, task)
+            if self.kit.embeds_ahead:  # an embedder that cannot embed ahead would be asked twice on another screen
+                ahead = RecallQuery(task=task, observation=observation, slot=self._slot)
+                self._ahead.recall_ahead(task, observation, lambda: self._recall(ahead), also=self._slot)
 
     def recall(self, query: RecallQuery) -> Injection:
         """MMR across kinds under the token budget; abstain when nothing fits. The screen is embedded
         only when an edge's screen or the ranking needs it (an empty memory embeds nothing)."""
+        self._slot = query.slot
+        injection, skills = self._ahead.recalled(query.task, query.observation, lambda: self._recall(query),
+                                                 also=query.slot)
+        self._skills.update(skills)
+        return injection
+
+    def _recall(self, query: RecallQuery) -> tuple[Injection, dict[str, str]]:
+        """The recall for the query's task, screen and trial slot (nothing else of it is read), and the skills it
+        chose by name (what a policy can run): a function of them and the items held, so it may run ahead."""
         here = _Screen(self.kit, query, self._texts)
         eligible, withheld = self._eligible(query, here)
         if not eligible:
             has_items = self.lifecycle.has_items
             note = "no compatible knowledge" if has_items else "memory is empty"
-            return Injection(method=self.name, abstained=has_items, note=note, withheld=tuple(withheld))
+            return Injection(method=self.name, abstained=has_items, note=note, withheld=tuple(withheld)), {}
         q = self._query(query, here)
         vectors = np.stack([self._vector(it) for _, it, _ in eligible])
         scores = (vectors @ q).astype(np.float32)
         order = mmr(scores, vectors, len(eligible), self.spec.skills.mmr_lambda)
         chosen: list[InjectedItem] = []
+        skills: dict[str, str] = {}
         used: dict[str, int] = {}
         budget = self.spec.token_budget
         said: set[tuple[bool, str]] = set()  # one behaviour, one item: a skill and a procedure of the same
@@ -435,19 +482,20 @@ class StackMemory(AdmissionMembers, StoredRounds):
                 continue
             said.add(behaviour)
             if item.kind == "skill" and item.name:
-                self._skills[item.name] = item_id
+                skills[item.name] = item_id
             chosen.append(view)
             used[item.kind] = used.get(item.kind, 0) + 1
             budget -= cost
         return self.kit.injection(self.name, "Memory for this step (verified):", chosen, withheld=tuple(withheld),
-                                  observation=query.observation, task=query.task)
+                                  observation=query.observation, task=query.task), skills
 
     def run_skill(self, env: Env, action: Action, task: Task, observation: Observation
                   ) -> tuple[Transition, tuple[Action, ...]]:
         """Execute a skill item by name."""
-        shown = self._skills.get(action.skill or "")
-        entry = self.lifecycle.entry(shown) if shown is not None else None
-        found = [(shown, entry[0])] if shown is not None and entry is not None else self.lifecycle.every_item()
+        with self._ahead.holding():  # its reads are kept where a recall looks, as a recall ahead's are
+            shown = self._skills.get(action.skill or "")
+            entry = self.lifecycle.entry(shown) if shown is not None else None
+            found = [(shown, entry[0])] if shown is not None and entry is not None else self.lifecycle.every_item()
         for item_id, item in found:
             if item.kind == "skill" and item.name == action.skill and item.program is not None:
                 run = execute(env, item.program, {**item.program.args_for(task), **action.args}, observation,
