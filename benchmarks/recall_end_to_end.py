@@ -243,9 +243,10 @@ def resumed_open(path: Path) -> dict[str, float]:
         last[int(entry["pid"])] = entry
     texts = sum(e["texts"] for e in last.values())
     took = sum(e["s"] for e in last.values())
-    cpu = sum(e.get("cpu_s", 0.0) for e in last.values())
+    timed = [e for e in last.values() if "cpu_s" in e]  # attempts logged before CPU time was are left out of it
+    cpu, cpu_texts = sum(e["cpu_s"] for e in timed), sum(e["texts"] for e in timed)
     return {"attempts": len(last), "texts": texts, "s": took, "texts_per_s": texts / took if took else 0.0,
-            "cpu_s": cpu, "cpu_ms_per_text": 1000 * cpu / texts if texts and cpu else 0.0,
+            "cpu_s": cpu, "cpu_ms_per_text": 1000 * cpu / cpu_texts if cpu_texts else 0.0,
             "peak_mb": max((e["peak_mb"] for e in last.values()), default=0.0),
             "done": any(e.get("done") for e in last.values())}
 

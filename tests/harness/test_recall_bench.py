@@ -104,6 +104,13 @@ def test_a_first_open_cut_short_is_logged_and_its_attempts_add_up(tmp_path, monk
     assert total["attempts"] == 2 and total["texts"] == 8 and total["s"] == 140.0 and total["done"]
     assert total["texts_per_s"] == 8 / 140.0
     assert bench.resumed_open(tmp_path / "none.jsonl")["attempts"] == 0
+    # CPU time too (an open run beside other work is slowed); an attempt logged without it is left out of it
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    assert all("cpu_s" in x for x in lines)
+    lines[0].pop("cpu_s")
+    lines[-1]["cpu_s"] = 2.0
+    log.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert bench.resumed_open(log)["cpu_ms_per_text"] == 1000 * 2.0 / 5
 
 
 def test_resuming_keeps_only_the_saved_text_vectors(tmp_path):

@@ -17,6 +17,11 @@ from guimem.vectors import Hit, create_index
 DIM = 8
 
 
+def _search_ahead(ahead: SearchAhead, query, k: int) -> None:
+    """A recall ahead whose work is one search, as skills' starts with (on a screen no recall here asks about)."""
+    ahead.recall_ahead(Task(id="ahead", goal="", app="form"), _screen("ahead"), lambda: ahead.search(query(), k))
+
+
 def _unit(rng: np.random.Generator, n: int) -> np.ndarray:
     v = rng.normal(size=(n, DIM)).astype(np.float32)
     return v / np.linalg.norm(v, axis=1, keepdims=True)
@@ -28,11 +33,11 @@ def test_an_answer_found_ahead_is_what_a_search_now_gives_and_a_change_forgets_i
     index.add([f"v{i}" for i in range(50)], _unit(rng, 50))
     ahead = SearchAhead(lambda: index)
     q = _unit(rng, 1)[0]
-    ahead.ahead(lambda: q, 5)
+    _search_ahead(ahead, lambda: q, 5)
     ahead.settle()  # waits for it
     assert ahead.search(q.copy(), 5) == index.search(q, 5) and ahead.taken == 1
     assert ahead.search(q, 6) == index.search(q, 6) and ahead.taken == 1  # another k: searched again
-    ahead.ahead(lambda: q, 5)
+    _search_ahead(ahead, lambda: q, 5)
     ahead.settle()
     with ahead.changing():  # the nearest item arrives after the search ahead
         index.add(["new"], q[None, :])
@@ -65,7 +70,7 @@ class _Slow:
 def test_a_change_waits_for_a_search_in_flight():
     slow = _Slow()
     ahead = SearchAhead(lambda: slow)  # type: ignore[arg-type, return-value]
-    ahead.ahead(lambda: np.ones(DIM, np.float32), 3)
+    _search_ahead(ahead, lambda: np.ones(DIM, np.float32), 3)
     assert slow.searching.wait(5)
     with ahead.changing():
         slow.change()
@@ -82,9 +87,9 @@ def test_a_query_that_fails_ahead_is_logged_and_recall_searches_itself(caplog):
         raise RuntimeError("the embedder went away")
 
     with caplog.at_level(logging.WARNING, logger="guimem.memory.ahead"):
-        ahead.ahead(broken, 1)
+        _search_ahead(ahead, broken, 1)
         ahead.close()
-    assert "searching ahead failed" in caplog.text
+    assert "recalling ahead failed" in caplog.text
     q = np.ones(DIM, np.float32) / np.sqrt(DIM)
     assert ahead.search(q, 1) == index.search(q, 1) and ahead.taken == 0
 
@@ -94,9 +99,9 @@ def test_nothing_is_searched_ahead_once_closed():
     index.add(["a"], np.ones((1, DIM), np.float32) / np.sqrt(DIM))
     ahead = SearchAhead(lambda: index)
     q = np.ones(DIM, np.float32) / np.sqrt(DIM)
-    ahead.ahead(lambda: q, 1)
+    _search_ahead(ahead, lambda: q, 1)
     ahead.close()
-    ahead.ahead(lambda: q, 1)  # a preview after close (the episode loop's last callback)
+    _search_ahead(ahead, lambda: q, 1)  # a preview after close (the episode loop's last callback)
     assert not any(t.name.startswith("guimem-ahead") for t in threading.enumerate())
     ahead.close()
 
@@ -211,14 +216,14 @@ def test_a_recall_ahead_not_started_is_dropped_for_another_screen_and_waited_for
     ahead = SearchAhead(lambda: slow)  # type: ignore[arg-type, return-value]
     task = Task(id="t", goal="g", app="form")
     ran: list[str] = []
-    ahead.ahead(lambda: np.ones(DIM, np.float32), 3)  # keeps the background thread busy for 0.2 s
+    _search_ahead(ahead, lambda: np.ones(DIM, np.float32), 3)  # keeps the background thread busy for 0.2 s
     assert slow.searching.wait(5)
     ahead.recall_ahead(task, _screen("a"), lambda: ran.append("a") or "ahead")
     assert ahead.recalled(task, _screen("b"), lambda: ran.append("b") or "now") == "now"
     ahead.settle()
     assert ran == ["b"]  # the preview's recall was dropped before it started
     slow.searching.clear()
-    ahead.ahead(lambda: np.full(DIM, 2.0, np.float32), 3)  # another query (the last one's answer is kept)
+    _search_ahead(ahead, lambda: np.full(DIM, 2.0, np.float32), 3)  # another query (the last one's answer is kept)
     assert slow.searching.wait(5)
     ahead.recall_ahead(task, _screen("a"), lambda: ran.append("a") or "ahead")
     assert ahead.recalled(task, _screen("a"), lambda: ran.append("a again") or "now") == "ahead"

@@ -4,6 +4,7 @@ and what is recalled never changes — compared step by step with and without it
 from __future__ import annotations
 
 import re
+import threading
 
 from guimem.agents.explorer import ExplorerPolicy
 from guimem.embeddings import CachedEmbedder
@@ -155,6 +156,85 @@ def test_the_stack_recalls_ahead_for_the_episodes_trial_slot_only(tmp_path, monk
             taken = memory.recalled_ahead
             assert memory.recall(RecallQuery(task=task, observation=screen, slot=slot)).note == f"slot {slot}"
             assert memory.recalled_ahead == taken + 1
+    finally:
+        memory.close()
+        embedder.close()
+
+
+def test_a_round_ended_outside_commit_round_forgets_what_was_recalled_ahead(tmp_path):
+    """`end_round` is public (check_memory calls it): what it learns changes recall at once, so an answer recalled
+    ahead before it is not taken after it, for every method that recalls ahead."""
+    from guimem.memory.base import RecallQuery
+
+    for method in METHODS:
+        settings = GuimemSettings()
+        embedder = CachedEmbedder(HashingEmbedder(settings.embedder.dim))
+        memory = open_memory(method, str(tmp_path / f"{method}-direct.sqlite"), settings, embedder=embedder,
+                             env_factory=FormEnv)
+        env = FormEnv()
+        runner = getattr(memory, "run_skill", None)
+
+        def run(seed: int, round_index: int, env=env, memory=memory, runner=runner):
+            task = Task(id="form", goal="", app="form", seed=seed, max_steps=6)
+            return run_episode(env, ExplorerPolicy(seed=seed), task, memory=memory, skill_runner=runner,
+                               settings=EpisodeSettings(max_steps=6, speculate=False), round_index=round_index)
+        try:
+            memory.commit_round(0, [run(seed, 0) for seed in (1, 2, 3)])
+            for trajectory in [run(seed, 1) for seed in (4, 5, 6, 7, 8)]:
+                memory.learn(trajectory)
+            task = Task(id="form", goal="", app="form", seed=1, max_steps=6)
+            query = RecallQuery(task=task, observation=env.reset(task))
+            memory.recall(query)
+            memory.speculate(task, query.observation)  # recalled ahead, then the round ends
+            memory.end_round()
+            taken = memory.recalled_ahead
+            memory.recall(query)
+            assert memory.recalled_ahead == taken, method
+        finally:
+            memory.close()
+            embedder.close()
+
+
+def test_a_newer_preview_drops_an_older_ones_recall_not_started_and_close_forgets_what_was_kept():
+    from guimem.memory.ahead import RecallAhead
+
+    ahead = RecallAhead()
+    ran: list[str] = []
+    task = Task(id="form", goal="", app="form", seed=1, max_steps=6)
+    screens = [FormEnv().reset(task.model_copy(update={"seed": s})) for s in (1, 2, 3)]
+    blocker = threading.Event()
+    ahead.recall_ahead(task, screens[0], lambda: blocker.wait(5) and ran.append("first"))
+    ahead.recall_ahead(task, screens[1], lambda: ran.append("second"))  # superseded before it started
+    ahead.recall_ahead(task, screens[2], lambda: ran.append("third") or "third")
+    blocker.set()
+    assert ahead.recalled(task, screens[2], lambda: "now") == "third"
+    assert ran == ["first", "third"] and ahead.recalls_taken == 1
+    ahead.close()
+    assert ahead.recalled(task, screens[2], lambda: "after close") == "after close"  # nothing kept after close
+
+
+def test_skills_count_as_shown_every_skill_picked_even_one_the_defences_withhold(tmp_path, monkeypatch):
+    """As before recall ran ahead: the skills MMR picked are counted as shown, whatever the injection then kept."""
+    from guimem.memory.base import RecallQuery
+    from guimem.types import Injection
+
+    settings = GuimemSettings()
+    embedder = CachedEmbedder(HashingEmbedder(settings.embedder.dim))
+    memory = open_memory("skills", str(tmp_path / "skills.sqlite"), settings, embedder=embedder, env_factory=FormEnv)
+    env = FormEnv()
+    try:
+        batch = [run_episode(env, ExplorerPolicy(seed=seed), Task(id="form", goal="", app="form", seed=seed,
+                                                                  max_steps=6), memory=memory,
+                             settings=EpisodeSettings(max_steps=6), skill_runner=memory.run_skill)
+                 for seed in (1, 2, 3, 4)]
+        memory.commit_round(0, batch)
+        found = [(t.task, o) for t in batch for o in t.observations if memory._recall(t.task, o)[1]]
+        assert found, "no screen where a skill starts: nothing is tested"
+        task, screen = found[0]
+        picked = memory._recall(task, screen)[1]
+        monkeypatch.setattr(memory.kit, "injection", lambda method, *a, **k: Injection(method=method))  # all withheld
+        assert not memory.recall(RecallQuery(task=task, observation=screen)).items
+        assert memory._shown == dict.fromkeys(picked, 1)
     finally:
         memory.close()
         embedder.close()

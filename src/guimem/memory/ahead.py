@@ -79,6 +79,8 @@ class RecallAhead:
         closed. ``also``: whatever else the answer depends on (the stack's trial slot). What fails is logged
         (recall runs again itself)."""
         key = (task, also)
+        if self._pending is not None:  # a newer preview: the last one's work, if not started, is not needed
+            self._pending[0].cancel()
         future = self._submit(self._recall_run, key, observation, recall)
         if future is not None:
             self._pending = (future, key, observation)
@@ -122,12 +124,14 @@ class RecallAhead:
             self._pool.submit(lambda: None).result()
 
     def close(self) -> None:
-        """Wait for a search in flight, drop those not started and stop the background thread; nothing is searched
-        ahead after (idempotent)."""
+        """Wait for a recall in flight, drop those not started, stop the background thread and forget the kept
+        answers; nothing is recalled ahead after (idempotent)."""
         self._closed = True
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+        with self._lock:
+            self._forget()
 
 
 class SearchAhead(RecallAhead):
@@ -161,16 +165,3 @@ class SearchAhead(RecallAhead):
             hits = self._index().search(vector, k)
             self._kept = (self._changes, key, k, list(hits))
             return hits
-
-    def ahead(self, query: Callable[[], NDArray[np.float32] | None], k: int) -> None:
-        """Search, on a background thread, with the vector ``query`` computes there (None: nothing to search);
-        returns at once; nothing once closed. What fails is logged: searching ahead only gives recall a head start."""
-        self._submit(self._run, query, k)
-
-    def _run(self, query: Callable[[], NDArray[np.float32] | None], k: int) -> None:
-        try:
-            vector = query()
-            if vector is not None:
-                self.search(vector, k)
-        except Exception as exc:  # recall searches again itself
-            log.warning("searching ahead failed (recall searches itself): %s", exc)

@@ -198,7 +198,8 @@ class Speculating(Protocol):
     same. It must never change what recall returns, only when its work happens."""
 
     def speculate(self, task: Task, observation: Observation) -> None:
-        """Start the work (embedding the screen) without waiting for it; never raises for the caller."""
+        """Start the work (embedding the screen; graph, skills and the stack recall on it whole,
+        `guimem.memory.ahead.RecallAhead`) without waiting for it; never raises for the caller."""
         ...
 
 
@@ -323,7 +324,9 @@ class StoredRounds(ABC):
 
     def _committing(self) -> AbstractContextManager[None]:
         """Held around the round's transaction, taken before it (nothing by default; a method that recalls on a
-        background thread holds its lock here, so that lock is always taken before the store's)."""
+        background thread holds its lock here, so that lock is always taken before the store's). A caller that
+        opens a store transaction first (the service's writes) must not let the memory speculate: the service
+        never previews, so no recall runs ahead there."""
         return nullcontext()
 
     def _after_commit(self) -> None:  # noqa: B027 - a hook: doing nothing is the default

@@ -380,8 +380,9 @@ class GraphMemory(StoredRounds):
         return not (self.settings.exclude_source_task and self._edge(edge_id).learned_from(task.id))
 
     def end_round(self) -> None:
-        """Add the round's episodes to the graph, in the order they were learned."""
-        with self.kit.store.transaction():
+        """Add the round's episodes to the graph, in the order they were learned (no recall runs meanwhile: the
+        ahead lock is taken before the store's, as `commit_round` does)."""
+        with self._ahead.changing(), self.kit.store.transaction():
             for trajectory in self.buffer.drain():
                 self._apply(trajectory)
 

@@ -47,7 +47,7 @@ from guimem.memory.steer.items import (
     Scope,
     is_failure,
 )
-from guimem.memory.steer.lifecycle import Admission, AdmissionMembers
+from guimem.memory.steer.lifecycle import Admission, AdmissionMembers, Entry
 from guimem.memory.steer.memory import CachedContracts, build_extractors, compatible, item_view
 from guimem.memory.steer.propose import Proposer
 from guimem.memory.steer.scope import offerable, transfer_arm
@@ -329,10 +329,22 @@ class StackMemory(AdmissionMembers, StoredRounds):
         with self._ahead.changing():
             self.lifecycle.set_status(item_id, status, reason)
 
+    def items(self) -> dict[str, Entry]:
+        """The current snapshot: id → (item, status) (read beside no recall: it may read every item)."""
+        with self._ahead.holding():
+            return dict(self.lifecycle.entries)
+
+    def stats(self) -> dict[str, int]:
+        """Items by status (read beside no recall: it may read every item)."""
+        with self._ahead.holding():
+            return self.lifecycle.stats()
+
     def end_round(self) -> None:
-        """Gate decisions, merges, the next round; then embed the new items."""
-        self.lifecycle.end_round()
-        self._warm()
+        """Gate decisions, merges, the next round; then embed the new items (no recall runs meanwhile: the ahead
+        lock is taken before the store's, as `commit_round` does)."""
+        with self._ahead.changing():
+            self.lifecycle.end_round()
+            self._warm()
 
     @property
     def name(self) -> str:
@@ -496,12 +508,15 @@ class StackMemory(AdmissionMembers, StoredRounds):
             shown = self._skills.get(action.skill or "")
             entry = self.lifecycle.entry(shown) if shown is not None else None
             found = [(shown, entry[0])] if shown is not None and entry is not None else self.lifecycle.every_item()
-        for item_id, item in found:
-            if item.kind == "skill" and item.name == action.skill and item.program is not None:
-                run = execute(env, item.program, {**item.program.args_for(task), **action.args}, observation,
-                              name=item.name)
-                record_use(self.kit, item_id, task, run)
-                return Transition(run.observation, run.error, run.done), run.performed
+            match = next(((item_id, item) for item_id, item in found if item.kind == "skill" and
+                          item.name == action.skill and item.program is not None), None)
+        if match is not None:
+            item_id, item = match
+            assert item.program is not None
+            run = execute(env, item.program, {**item.program.args_for(task), **action.args}, observation,
+                          name=item.name)
+            record_use(self.kit, item_id, task, run)
+            return Transition(run.observation, run.error, run.done), run.performed
         err = ActionError(code=ActionErrorCode.SKILL_FAILED, message=f"no skill named {action.skill!r}",
                           action=action.describe())
         return Transition(observation, err), ()

@@ -336,35 +336,36 @@ class SkillMemory(StoredRounds):
 
     def recall(self, query: RecallQuery) -> Injection:
         """Top-K skills by SGDR relevance, diversified by MMR."""
-        injection = self._search.recalled(query.task, query.observation,
-                                          lambda: self._recall(query.task, query.observation))
-        for item in injection.items:
-            self._shown[item.id] = self._shown.get(item.id, 0) + 1
+        injection, picked = self._search.recalled(query.task, query.observation,
+                                                  lambda: self._recall(query.task, query.observation))
+        for skill_id in picked:  # every skill MMR picked, shown or then withheld by the defences
+            self._shown[skill_id] = self._shown.get(skill_id, 0) + 1
         return injection
 
-    def _recall(self, task: Task, observation: Observation) -> Injection:
-        """The recall for ``task`` on ``observation``, without its side effects (what was shown is counted by
-        `recall`): a function of them and the skills held, so it may run ahead (`speculate`)."""
+    def _recall(self, task: Task, observation: Observation) -> tuple[Injection, tuple[str, ...]]:
+        """The recall for ``task`` on ``observation`` and the skills MMR picked, without its side effects (they
+        are counted as shown by `recall`): a function of them and the skills held, so it may run ahead
+        (`speculate`)."""
         if len(self._index) == 0:
-            return Injection(method=self.name)
+            return Injection(method=self.name), ()
         combined = self._query(observation, task)
         pool = self._search.search(combined, self._pool_size())
         if self.settings.exclude_source_task:
             pool = [h for h in pool if not self._body(h.id).learned_from(task.id)]
             pool = pool[: max(3 * self.settings.k, self.settings.pool_min)]
             if not pool:
-                return Injection(method=self.name)
+                return Injection(method=self.name), ()
         self.view.read_many([h.id for h in pool])  # in one store read: each is asked for next
         if self.settings.match_state:
             pool = [h for h in pool if self._starts_here(self._body(h.id), task, observation)]
             if not pool:
-                return Injection(method=self.name, note="no skill starts on this screen")
+                return Injection(method=self.name, note="no skill starts on this screen"), ()
         vectors = np.stack([self._vector(h.id) for h in pool])
         scores = np.array([h.score for h in pool], dtype=np.float32)
         picked = mmr(scores, vectors, self.settings.k, self.settings.mmr_lambda)
         items = [self._item(pool[i].id, self._body(pool[i].id), float(scores[i])) for i in picked]
         return self.kit.injection(self.name, "Skills you can call with run_skill(name, args):", items,
-                                  observation=observation, task=task)
+                                  observation=observation, task=task), tuple(item.id for item in items)
 
     def _query(self, observation: Observation, task: Task) -> NDArray[np.float32]:
         """The search vector of a screen of a task: ``α·s + (1−α)·g``."""
@@ -417,16 +418,18 @@ class SkillMemory(StoredRounds):
         """Induce skills from the round's episodes, then log how often each skill was shown this round. Nothing
         else is read: a candidate meets the skill it merges with through its induction key (`_by_key`), after
         catching up with what other writers added to the store (`refresh`; a store that cannot say is read
-        again, a chunk at a time)."""
-        if not self.refresh():
-            self._open_light()
-        self._dirty = True
-        with self.kit.store.transaction():
-            for trajectory in self.buffer.drain():
-                self._apply(trajectory)
-            for skill_id, count in sorted(self._shown.items()):
-                self.view.log(skill_id, EventType.SHOWN, {"count": count})
-        self._shown = {}
+        again, a chunk at a time). No recall runs meanwhile: the ahead lock is taken before the store's, as
+        `commit_round` does."""
+        with self._search.changing():
+            if not self.refresh():
+                self._open_light()
+            self._dirty = True
+            with self.kit.store.transaction():
+                for trajectory in self.buffer.drain():
+                    self._apply(trajectory)
+                for skill_id, count in sorted(self._shown.items()):
+                    self.view.log(skill_id, EventType.SHOWN, {"count": count})
+            self._shown = {}
 
     def stats(self) -> dict[str, int]:
         """Skills by status."""
