@@ -344,7 +344,8 @@ class StackMemory(AdmissionMembers, StoredRounds):
         lock is taken before the store's, as `commit_round` does)."""
         with self._ahead.changing():
             self.lifecycle.end_round()
-            self._warm()
+            if self.lifecycle.loaded:  # else the round's live items were told to `_embed_items` as they were filed
+                self._warm()
 
     @property
     def name(self) -> str:

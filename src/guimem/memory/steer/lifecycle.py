@@ -64,6 +64,12 @@ def item_id_for(key: str, namespace: str) -> str:
     return "k-" + hashlib.sha1(f"{namespace}\x00{key}".encode()).hexdigest()[:20]
 
 
+def _key_digest(key: str) -> bytes:
+    """A content key as 16 bytes of its SHA-256: what is kept of every item's key to find the item a proposal
+    merges into (a key spells out a whole behaviour; a million of them do not belong in memory)."""
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()[:16]
+
+
 def _pool(item: KnowledgeItem) -> str:
     """``+`` and the app whose other tasks may try ``item`` (`transferable`; the app may be ""), or ""."""
     return "+" + item.applicability.app if transferable(item) else ""
@@ -112,6 +118,12 @@ class Admission:
         # live items by scope bucket, and the transferable ones by app (`pool`), with their entry positions
         self._buckets: Buckets | None = None
         self._pools: Buckets | None = None
+        # every item's content key (its digest) → id, while not every item is held: a round's proposals merge
+        # into the item of their key (`_merge_proposals`); the cache's sorted arrays, and those written since
+        self._key_digests: np.ndarray = np.zeros(0, dtype="S16")
+        self._key_ids: np.ndarray = np.zeros(0, dtype="S1")
+        self._keys_since: dict[bytes, str] = {}
+        self._dirty = False  # the buckets or keys changed since the cache was written
         if not self._open_cached():
             self._scan(on_scan)
 
@@ -169,8 +181,41 @@ class Admission:
         return self._loaded
 
     def _load(self) -> None:
+        self._loaded = None  # the old snapshot goes before the new one is read (a million items, not two)
         self._loaded = {rec.id: (item, ItemStatus(rec.status)) for rec, item in self.view.load()}
         self._buckets = self._pools = None
+
+    def _set(self, item_id: str, entry: Entry) -> None:
+        """Keep a changed item in the snapshot when every item is held (the view keeps it otherwise: `_put`)."""
+        if self._loaded is not None:
+            self._loaded[item_id] = entry
+
+    def _with_key(self, key: str) -> str | None:
+        """The id of the item whose content key is ``key``, without reading every item, or None."""
+        if self._loaded is not None:
+            return next((i for i, (it, _) in self._loaded.items() if it.key == key), None)
+        digest = _key_digest(key)
+        found = self._keys_since.get(digest)
+        if found is not None:
+            return found
+        at = int(np.searchsorted(self._key_digests, digest))
+        if at < len(self._key_digests) and bytes(self._key_digests[at]) == digest:
+            return bytes(self._key_ids[at]).decode("utf-8", "surrogatepass")
+        return None
+
+    def _catch_up(self) -> None:
+        """After this process wrote items while not every item is held: move them in or out of their buckets and
+        pools (`_apply_to_buckets`, which tells ``on_scan`` the live ones), read nothing else; an item that comes
+        back to being shown is filed by a fresh scan, a chunk at a time."""
+        found = self.view.changes()
+        if found is None:
+            self._scan(self._on_scan)
+            return
+        changed, position = found
+        records = [c for c in changed if c.record.kind == ItemKind.KNOWLEDGE.value]
+        if not self._apply_to_buckets(records):
+            self._scan(self._on_scan)
+        self.view.caught_up(position)
 
     def _index(self, live: Sequence[tuple[int, str, KnowledgeItem]]) -> None:
         """Buckets and pools of live items (position in entry order, id, item)."""
@@ -188,23 +233,53 @@ class Admission:
         return bucket, pool
 
     def _scan(self, on_scan: OnScan | None) -> None:
-        """A first open: read the live items a chunk at a time (none kept), index them and write the cache."""
+        """A first open: read every item a chunk at a time (none kept), index the live ones, keep every content
+        key's digest (`_with_key`) and write the cache."""
         self._buckets, self._pools = {}, {}
         stamp = self.cache.stamp()  # before the first read: a write made while this reads is not claimed
         ids: list[str] = []
         keys: list[str] = []
         pools: list[str] = []
-        for part in self.view.stream(LIVE):
+        digests = bytearray()
+        every: list[bytes] = []
+        for part in self.view.stream():
+            live = [(rec, item) for rec, item in part if rec.status in LIVE]
             for rec, item in part:
+                digests += _key_digest(item.key)
+                every.append(rec.id.encode("utf-8", "surrogatepass"))
+            for rec, item in live:
                 (kind, value), pool = self._file(len(ids), rec.id, item)
                 ids.append(rec.id)
                 keys.append(f"{kind}\x00{value}")
                 pools.append(pool)
-            if on_scan is not None:
-                on_scan([(rec.id, item) for rec, item in part])
+            if on_scan is not None and live:
+                on_scan([(rec.id, item) for rec, item in live])
+        self._keys_from(np.frombuffer(bytes(digests), dtype="S16"), np.asarray(every, dtype=bytes) if every
+                        else np.zeros(0, dtype="S1"))
+        del digests, every
         self.view.recount()
         self.view.set_counts(self.view.counts())  # every status, one grouped count: `has_items` knows
         self._save_live(ids, keys, pools, stamp)
+
+    def _keys_from(self, digests: np.ndarray, ids: np.ndarray) -> None:
+        """Every item's content key digest and id, sorted by digest for `_with_key` (the written-since map empty)."""
+        order = np.argsort(digests, kind="stable")
+        self._key_digests, self._key_ids = digests[order], ids[order]
+        self._keys_since = {}
+
+    def _key_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """`_keys_from`'s arrays with the keys written since merged in (what the cache saves)."""
+        if self._loaded is not None:
+            digests = np.asarray([_key_digest(it.key) for it, _ in self._loaded.values()], dtype="S16")
+            ids = np.asarray([i.encode("utf-8", "surrogatepass") for i in self._loaded], dtype=bytes)
+        elif self._keys_since:
+            digests = np.concatenate([self._key_digests, np.asarray(list(self._keys_since), dtype="S16")])
+            ids = np.concatenate([self._key_ids.astype(bytes), np.asarray(
+                [i.encode("utf-8", "surrogatepass") for i in self._keys_since.values()], dtype=bytes)])
+        else:
+            return self._key_digests, self._key_ids
+        order = np.argsort(digests, kind="stable")
+        return digests[order], ids[order]
 
     def _open_cached(self) -> bool:
         """Open from the index cache (which items may be shown and their scope buckets), reading no item
@@ -217,8 +292,13 @@ class Admission:
             ids = IndexCache.array(folder, "live_ids").tolist()
             keys = IndexCache.array(folder, "live_keys").tolist()
             pools = IndexCache.array(folder, "live_pools").tolist()
-        except (OSError, ValueError):
+            key_digests = IndexCache.array(folder, "key_digests")
+            key_ids = IndexCache.array(folder, "key_ids")
+        except (OSError, ValueError):  # unreadable, or an entry written before it kept the content keys
             return False
+        if len(key_digests) != len(key_ids):
+            return False
+        self._key_digests, self._key_ids, self._keys_since = key_digests, key_ids, {}
         if not len(ids) == len(keys) == len(pools):
             return False
         self._buckets, self._pools = {}, {}
@@ -230,12 +310,21 @@ class Admission:
         return True
 
     def save_cache(self) -> None:
-        """Write the cache of live items and their buckets (after a committed round, or at open)."""
-        if self._loaded is None or not self.cache.enabled:
-            return  # opened from a valid cache and nothing reloaded since: it is still valid
-        live = [(i, it) for i, (it, st) in self._loaded.items() if st in (ItemStatus.ADMITTED, *UNDER_TEST)]
-        self._save_live([i for i, _ in live], ["\x00".join(_bucket(it)) for _, it in live],
-                        [_pool(it) for _, it in live])
+        """Write the cache of live items and their buckets (after a committed round, or at open): from every item
+        when they are held, else from the buckets and pools (a round's changes were filed there)."""
+        if not self.cache.enabled:
+            return
+        if self._loaded is not None:
+            live = [(i, it) for i, (it, st) in self._loaded.items() if st in (ItemStatus.ADMITTED, *UNDER_TEST)]
+            self._save_live([i for i, _ in live], ["\x00".join(_bucket(it)) for _, it in live],
+                            [_pool(it) for _, it in live])
+            return
+        if not self._dirty or self._buckets is None or self._pools is None:
+            return  # opened from a valid cache and nothing changed since: it is still valid
+        filed = sorted((pos, item_id, "\x00".join(key)) for key, entries in self._buckets.items()
+                       for pos, item_id in entries)
+        pooled = {item_id: "+" + app for (_, app), entries in self._pools.items() for _, item_id in entries}
+        self._save_live([i for _, i, _ in filed], [k for _, _, k in filed], [pooled.get(i, "") for _, i, _ in filed])
 
     def _save_live(self, ids: list[str], keys: list[str], pools: list[str],
                    stamp: dict[str, Any] | None = None) -> None:
@@ -244,8 +333,11 @@ class Admission:
 
         def column(values: list[str]) -> np.ndarray:
             return np.asarray(values, dtype=str) if values else np.zeros(0, dtype="<U1")
+        key_digests, key_ids = self._key_arrays()
         self.view.save_entry("knowledge", {"live_ids": column(ids), "live_keys": column(keys),
-                                           "live_pools": column(pools)}, counts=self.stats(), stamp=stamp)
+                                           "live_pools": column(pools), "key_digests": key_digests,
+                                           "key_ids": key_ids}, counts=self.stats(), stamp=stamp)
+        self._dirty = False
 
     def refresh(self) -> bool:
         """Catch up with the store (a worker between rounds): the round, the task history, and the items
@@ -278,6 +370,8 @@ class Admission:
         for change in records:
             rec = change.record
             item, status = self.view.apply(change), ItemStatus(rec.status)  # kept; counts asked of the store next
+            self._keys_since[_key_digest(item.key)] = rec.id
+            self._dirty = True
             live = status in (ItemStatus.ADMITTED, *UNDER_TEST)
             if rec.id in pooled:
                 key = pooled.pop(rec.id)
@@ -392,20 +486,22 @@ class Admission:
         self.view.put(item_id, item, status.value, event, payload)
 
     def _merge_proposals(self) -> None:
-        by_key = {it.key: i for i, (it, st) in self._items.items()}
+        by_key: dict[str, str] = {}  # made this round
         for prop in self._proposals:
-            existing = by_key.get(prop.key)
-            if existing is None:
+            existing = by_key.get(prop.key) or self._with_key(prop.key)
+            found = self._entry(existing) if existing is not None else None
+            if found is None:
                 item_id = item_id_for(prop.key, self.kit.namespace)
                 status, prop = self._first_status(prop)
                 payload: dict[str, object] = {"round": self.round, "controls": len(prop.evidence.records)}
                 if prop.quarantine:
                     payload["quarantine"] = prop.quarantine
                 self._put(item_id, prop, status, EventType.CREATED, payload)
-                self._items[item_id] = (prop, status)
+                self._set(item_id, (prop, status))
                 by_key[prop.key] = item_id
                 continue
-            item, status = self._items[existing]
+            assert existing is not None
+            item, status = found
             if status in (ItemStatus.REJECTED, ItemStatus.RETIRED):
                 continue
             prov = item.provenance.model_copy(update={
@@ -414,7 +510,7 @@ class Admission:
                 "outcomes": item.provenance.outcomes + prop.provenance.outcomes})
             merged = item.model_copy(update={"provenance": prov})
             self._put(existing, merged, status, EventType.MERGED, {"episodes": prop.provenance.episodes})
-            self._items[existing] = (merged, status)
+            self._set(existing, (merged, status))
         self._proposals = []
 
     def _unhelpful(self, item: KnowledgeItem, evidence: Evidence) -> bool:
@@ -465,7 +561,10 @@ class Admission:
 
     def _apply_gate(self) -> None:
         for item_id, records in self._evidence.items():
-            item, status = self._items[item_id]
+            found = self._entry(item_id)
+            if found is None:
+                continue
+            item, status = found
             if status is ItemStatus.QUARANTINED:
                 continue  # never shown, never judged: only a person moves it
             item, records = self._earn_scope(item_id, item, records)
@@ -490,7 +589,7 @@ class Admission:
                        "held_back": list(decision.reasons)}
             event = status_event(decision.status) if decision.status is not status else EventType.EVIDENCE
             self._put(item_id, item, decision.status, event, payload)
-            self._items[item_id] = (item, decision.status)
+            self._set(item_id, (item, decision.status))
         self._evidence = {}
 
     def end_round(self) -> None:
@@ -500,7 +599,10 @@ class Admission:
             self._record_outcomes()
             self._merge_proposals()
             self.round += 1  # the clock is moved by the boundary that called this (`RoundLog.commit`)
-        self._load()
+        if self._loaded is not None:
+            self._buckets = self._pools = None  # filed again from the items held
+        else:  # a million items are not read to apply a round: what it wrote is filed (and its live texts told)
+            self._catch_up()
 
     def set_status(self, item_id: str, status: str, reason: str) -> None:
         """Manual curation (admit/retire), checked against the transition table and logged."""
@@ -508,15 +610,19 @@ class Admission:
             raise DataError(f"unknown status {status!r}", field="status",
                             suggestion=f"one of {', '.join(s.value for s in ALLOWED)}") from None
         target = ItemStatus(status)
-        if item_id not in self._items:
+        found = self._entry(item_id)
+        if found is None:
             raise NotFoundError("knowledge item", item_id)
-        item, status = self._items[item_id]
+        item, status = found
         check_transition(item_id, status, target)
         if target in (ItemStatus.ADMITTED, ItemStatus.RETIRED):
             item = item.model_copy(update={"manual": True})
         self._put(item_id, item, target, status_event(target), {"manual": True, "reason": reason})
-        self._items[item_id] = (item, target)
-        self._buckets = self._pools = None
+        if self._loaded is not None:
+            self._loaded[item_id] = (item, target)
+            self._buckets = self._pools = None
+        else:
+            self._catch_up()
 
     def stats(self) -> dict[str, int]:
         """Items by status."""
