@@ -499,13 +499,15 @@ def agent_waits(run_dir: Path, method: str, rounds: int) -> dict[str, float]:
     """From a run's traces: the recall time the agent waited for (`Step.timings_ms["recall"]`), p50 / p95, over
     the steps where memory showed items, and apart: those of them whose recall computed (or waited for) an
     embedding (`timings_ms["embed"]` > 0), those that are an episode's first step (no settle wait before them to
-    embed the screen in), and the steps where memory showed nothing."""
+    embed the screen in) and the later ones (how many under 0.5 ms: recalled ahead), and the steps where memory showed
+    nothing."""
     from guimem.harness.runfiles import RunDir
 
     shown: list[float] = []
     embedded: list[float] = []
     first: list[float] = []
     rest: list[float] = []
+    later: list[float] = []
     nothing: list[float] = []
     run = RunDir(run_dir)
     for r in range(rounds):
@@ -519,11 +521,11 @@ def agent_waits(run_dir: Path, method: str, rounds: int) -> dict[str, float]:
                     continue
                 shown.append(ms)
                 (embedded if step.timings_ms.get("embed", 0.0) > 0 else rest).append(ms)
-                if i == 0:
-                    first.append(ms)
+                (first if i == 0 else later).append(ms)
     out: dict[str, float] = {"steps": len(shown), "embedded": len(embedded), "first_steps": len(first),
-                             "nothing": len(nothing)}
+                             "nothing": len(nothing), "later_under_half_ms": sum(ms < 0.5 for ms in later)}
     for name, values in (("shown", shown), ("embedded", embedded), ("rest", rest), ("first", first),
+                         ("later", later),
                          ("nothing", nothing)):
         if values:
             out[f"{name}_p50"], out[f"{name}_p95"] = _p(values, 0.5), _p(values, 0.95)
@@ -750,9 +752,11 @@ def main() -> None:
             for part, label in (("embedded", "of them, steps whose recall embedded"),
                                 ("rest", "of them, steps whose vectors were ready"),
                                 ("first", "of them, an episode's first step"),
+                                ("later", "of them, the later steps (a preview before them: recalled ahead)"),
                                 ("nothing", "steps memory showed nothing (cost nothing to the agent)")):
                 if f"{part}_p50" in w:
-                    count = {"rest": w["steps"] - w["embedded"], "first": w["first_steps"]}.get(part, w.get(part))
+                    count = {"rest": w["steps"] - w["embedded"], "first": w["first_steps"],
+                             "later": w["steps"] - w["first_steps"]}.get(part, w.get(part))
                     rows.append((f"{method} {label} ({count}) p50 / p95 {at}",
                                  f"{w[f'{part}_p50']:.2f} / {w[f'{part}_p95']:.2f} ms", None, None))
             stood = " (stand-in item vectors)" if w["stand_in"] else ""
