@@ -70,6 +70,10 @@ def test_a_refreshed_worker_recalls_what_a_fresh_open_recalls(tmp_path, method, 
         fresh.close()
     assert len({repr(v) for v in seen}) == len(seen), "every round changed what is recalled"
     assert worker.refresh() and _view(worker) == _view(main)
+    # the writer itself catching up: its own rounds' writes are changes to its view too, applied once
+    fresh = _open(method, path, None)
+    assert main.refresh() and _view(main) == _view(fresh)
+    fresh.close()
     worker.close()
     main.close()
 

@@ -190,7 +190,10 @@ class GraphMemory(StoredRounds):
             elif rec.kind == ItemKind.NODE.value and rec.id not in self._nodes:
                 self._nodes.add([rec.id], vec[None, :])  # type: ignore[index]
             elif rec.kind == ItemKind.EDGE.value and rec.status == ItemStatus.ACTIVE:
-                self._index_edge(rec.id, EdgeBody.model_validate_json(rec.body), vec if flat else None)
+                body = EdgeBody.model_validate_json(rec.body)
+                if rec.id in self._out_of(body.source):
+                    continue  # this process's own (its rounds' writes are changes to its view too): indexed once
+                self._index_edge(rec.id, body, vec if flat else None)
             self._dirty = True
         self.edges.caught_up(position)
         return True
