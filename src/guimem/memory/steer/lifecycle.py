@@ -191,15 +191,15 @@ class Admission:
             self._loaded[item_id] = entry
 
     def _with_key(self, key: str) -> str | None:
-        """The id of the item whose content key is ``key``, without reading every item, or None."""
-        if self._loaded is not None:
-            return next((i for i, (it, _) in self._loaded.items() if it.key == key), None)
+        """The id of the last item in creation order whose content key is ``key`` (imports keep their ids, so two
+        may share one), without reading every item, or None (while not every item is held)."""
         digest = _key_digest(key)
-        found = self._keys_since.get(digest)
+        found = self._keys_since.get(digest)  # created since the arrays were made: later than any in them
         if found is not None:
             return found
-        at = int(np.searchsorted(self._key_digests, digest))
-        if at < len(self._key_digests) and bytes(self._key_digests[at]) == digest:
+        at = int(np.searchsorted(self._key_digests, digest, side="right")) - 1  # stable sort: the last of equals
+        # numpy drops an ``S16`` value's trailing NUL bytes when it is read back: pad it again
+        if at >= 0 and bytes(self._key_digests[at]).ljust(16, b"\0") == digest:
             return bytes(self._key_ids[at]).decode("utf-8", "surrogatepass")
         return None
 
@@ -337,6 +337,8 @@ class Admission:
         self.view.save_entry("knowledge", {"live_ids": column(ids), "live_keys": column(keys),
                                            "live_pools": column(pools), "key_digests": key_digests,
                                            "key_ids": key_ids}, counts=self.stats(), stamp=stamp)
+        if self._loaded is None:  # what was written since is in the arrays now
+            self._key_digests, self._key_ids, self._keys_since = key_digests, key_ids, {}
         self._dirty = False
 
     def refresh(self) -> bool:
@@ -370,7 +372,8 @@ class Admission:
         for change in records:
             rec = change.record
             item, status = self.view.apply(change), ItemStatus(rec.status)  # kept; counts asked of the store next
-            self._keys_since[_key_digest(item.key)] = rec.id
+            if change.new:  # an item's key never changes: only a new one is not known by its key yet
+                self._keys_since[_key_digest(item.key)] = rec.id
             self._dirty = True
             live = status in (ItemStatus.ADMITTED, *UNDER_TEST)
             if rec.id in pooled:
@@ -486,9 +489,10 @@ class Admission:
         self.view.put(item_id, item, status.value, event, payload)
 
     def _merge_proposals(self) -> None:
-        by_key: dict[str, str] = {}  # made this round
+        # every item's key when all are held (the last of a key wins, as in creation order), else those made here
+        by_key = {it.key: i for i, (it, _) in self._loaded.items()} if self._loaded is not None else {}
         for prop in self._proposals:
-            existing = by_key.get(prop.key) or self._with_key(prop.key)
+            existing = by_key.get(prop.key) or (self._with_key(prop.key) if self._loaded is None else None)
             found = self._entry(existing) if existing is not None else None
             if found is None:
                 item_id = item_id_for(prop.key, self.kit.namespace)
@@ -593,14 +597,18 @@ class Admission:
         self._evidence = {}
 
     def end_round(self) -> None:
-        """Apply the round: gate decisions on its evidence, then merge its proposals into items."""
+        """Apply the round: gate decisions on its evidence, then merge its proposals into items. With not every item
+        held, nothing else is read: what other processes wrote since is caught up with first (inside the round's
+        transaction: the items judged and merged into are current), and what the round wrote is filed after."""
         with self.kit.store.transaction():
+            if self._loaded is None:
+                self._catch_up()
             self._apply_gate()
             self._record_outcomes()
             self._merge_proposals()
             self.round += 1  # the clock is moved by the boundary that called this (`RoundLog.commit`)
         if self._loaded is not None:
-            self._buckets = self._pools = None  # filed again from the items held
+            self._load()  # every item read again (others' writes too), as before
         else:  # a million items are not read to apply a round: what it wrote is filed (and its live texts told)
             self._catch_up()
 
@@ -610,14 +618,17 @@ class Admission:
             raise DataError(f"unknown status {status!r}", field="status",
                             suggestion=f"one of {', '.join(s.value for s in ALLOWED)}") from None
         target = ItemStatus(status)
-        found = self._entry(item_id)
-        if found is None:
-            raise NotFoundError("knowledge item", item_id)
-        item, status = found
-        check_transition(item_id, status, target)
-        if target in (ItemStatus.ADMITTED, ItemStatus.RETIRED):
-            item = item.model_copy(update={"manual": True})
-        self._put(item_id, item, target, status_event(target), {"manual": True, "reason": reason})
+        with self.kit.store.transaction():
+            if self._loaded is None:
+                self._catch_up()  # the item as it is now (another process may have changed it)
+            found = self._entry(item_id)
+            if found is None:
+                raise NotFoundError("knowledge item", item_id)
+            item, status = found
+            check_transition(item_id, status, target)
+            if target in (ItemStatus.ADMITTED, ItemStatus.RETIRED):
+                item = item.model_copy(update={"manual": True})
+            self._put(item_id, item, target, status_event(target), {"manual": True, "reason": reason})
         if self._loaded is not None:
             self._loaded[item_id] = (item, target)
             self._buckets = self._pools = None
