@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from guimem.agents.base import Decision
@@ -42,6 +44,19 @@ USER = (ActionKind.TYPE, {"role": Role.TEXTBOX, "label": "username"}, "username"
 PASS = (ActionKind.TYPE, {"role": Role.TEXTBOX, "label": "password"}, "password")
 LOGIN = (ActionKind.TAP, {"role": Role.BUTTON, "text": "Login"}, None)
 CANCEL = (ActionKind.TAP, {"role": Role.BUTTON, "text": "Cancel"}, None)
+
+
+def steps_seen(trajectories) -> list[str]:
+    """Every step's action and injection, the items' random ids renamed in order of first appearance: what two runs
+    that must recall the same are compared by."""
+    names: dict[str, str] = {}
+
+    def rename(match: re.Match[str]) -> str:
+        return names.setdefault(match.group(0), f"id{len(names)}")
+
+    return [re.sub(r"\b[a-z]{1,3}-[0-9a-f]{12,}\b", rename,
+                   s.action.describe() + "\n" + s.injection.model_dump_json(exclude={"latency_ms"}))
+            for t in trajectories for s in t.steps]
 
 
 def episode(steps, seed=1, env=None, memory=None, task_id="form", round_index=0, slot=0) -> Trajectory:

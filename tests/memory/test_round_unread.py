@@ -5,8 +5,6 @@ the items the round's evidence and proposals name, and what is recalled after is
 
 from __future__ import annotations
 
-import re
-
 from guimem.agents.explorer import ExplorerPolicy
 from guimem.embeddings import CachedEmbedder
 from guimem.embeddings.hashing import HashingEmbedder
@@ -15,6 +13,7 @@ from guimem.memory.factory import open_memory
 from guimem.settings import GuimemSettings
 from guimem.testing import FormEnv
 from guimem.types import Task
+from tests.memory.conftest import steps_seen
 
 
 def _run(tmp_path, method: str, hold_all: bool, cache: bool):
@@ -44,24 +43,13 @@ def _run(tmp_path, method: str, hold_all: bool, cache: bool):
     return out, stats, loaded
 
 
-def _steps(trajectories):
-    names: dict[str, str] = {}
-
-    def rename(match: re.Match[str]) -> str:
-        return names.setdefault(match.group(0), f"id{len(names)}")
-
-    return [re.sub(r"\b[a-z]{1,3}-[0-9a-f]{12,}\b", rename,
-                   s.action.describe() + "\n" + s.injection.model_dump_json(exclude={"latency_ms"}))
-            for t in trajectories for s in t.steps]
-
-
 def test_a_round_boundary_with_not_every_item_held_recalls_what_one_with_every_item_held_does(tmp_path):
     for method in ("steer", "stack"):
         for cache in (False, True):
             held, held_stats, held_loaded = _run(tmp_path, method, hold_all=True, cache=cache)
             lazy, lazy_stats, lazy_loaded = _run(tmp_path, method, hold_all=False, cache=cache)
             assert all(held_loaded) and not any(lazy_loaded), (method, cache)  # the boundary read no item beyond
-            assert _steps(lazy) == _steps(held), (method, cache)
+            assert steps_seen(lazy) == steps_seen(held), (method, cache)
             assert lazy_stats == held_stats, (method, cache)
             assert any(s.injection.items for t in lazy for s in t.steps), f"{method} recalled nothing"
             assert lazy_stats.get("admitted", 0) > 0, lazy_stats  # items were proposed, merged and judged

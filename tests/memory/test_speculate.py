@@ -3,7 +3,6 @@ and what is recalled never changes — compared step by step with and without it
 
 from __future__ import annotations
 
-import re
 import threading
 
 from guimem.agents.explorer import ExplorerPolicy
@@ -16,6 +15,7 @@ from guimem.memory.factory import open_memory
 from guimem.settings import GuimemSettings
 from guimem.testing import FormEnv
 from guimem.types import Action, ActionKind, Observation, Task
+from tests.memory.conftest import steps_seen
 
 METHODS = ("graph", "skills", "stack")
 
@@ -71,24 +71,12 @@ def _run(tmp_path, method: str, speculate: bool):
     return trajectories, embedder, env, memory
 
 
-def _steps(trajectories):
-    """Every step's action and injection, the items' random ids renamed in order of first appearance."""
-    names: dict[str, str] = {}
-
-    def rename(match: re.Match[str]) -> str:
-        return names.setdefault(match.group(0), f"id{len(names)}")
-
-    return [re.sub(r"\b[a-z]{1,3}-[0-9a-f]{12,}\b", rename,
-                   s.action.describe() + "\n" + s.injection.model_dump_json(exclude={"latency_ms"}))
-            for t in trajectories for s in t.steps]
-
-
 def test_the_injections_are_the_same_with_and_without_speculation(tmp_path):
     for method in METHODS:
         plain, plain_embedder, plain_env, plain_memory = _run(tmp_path, method, speculate=False)
         ahead, ahead_embedder, ahead_env, ahead_memory = _run(tmp_path, method, speculate=True)
         assert plain_env.previews == 0 and plain_embedder.prefetched == 0
-        assert _steps(ahead) == _steps(plain), method
+        assert steps_seen(ahead) == steps_seen(plain), method
         assert [t.outcome.success for t in ahead] == [t.outcome.success for t in plain]
         assert any(s.injection.items for t in ahead for s in t.steps), f"{method} recalled nothing: nothing is tested"
         assert ahead_env.previews > 0 and ahead_env.callback is None  # the episode took its callback back
