@@ -33,6 +33,7 @@ from pydantic import ValidationError
 
 from guimem.envs.base import Env, Transition
 from guimem.errors import DataError, EpisodeRefusedError
+from guimem.memory.ahead import RecallAhead
 from guimem.memory.hostile import acted_on_hostile
 from guimem.memory.keys import RoundClock
 from guimem.storage import Store
@@ -297,6 +298,9 @@ class StoredRounds(ABC):
     """
 
     rounds: RoundLog
+    _ahead: RecallAhead | None = None
+    """What the method recalls ahead with, if it does (`guimem.memory.ahead`): its lock is held around the round's
+    transaction, taken before it (`_committing`), and it is closed before `_before_close`."""
 
     @abstractmethod
     def learn(self, trajectory: Trajectory) -> LearnReport:
@@ -319,15 +323,22 @@ class StoredRounds(ABC):
 
     def close(self) -> None:
         """`_before_close`, then close the store (idempotent)."""
+        if self._ahead is not None:
+            self._ahead.close()
         self._before_close()
         self.rounds.close()
 
     def _committing(self) -> AbstractContextManager[None]:
-        """Held around the round's transaction, taken before it (nothing by default; a method that recalls on a
-        background thread holds its lock here, so that lock is always taken before the store's). A caller that
-        opens a store transaction first (the service's writes) must not let the memory speculate: the service
-        never previews, so no recall runs ahead there."""
-        return nullcontext()
+        """Held around the round's transaction, taken before it: a method that recalls ahead holds its lock
+        (`RecallAhead.changing`: a round's learning changes what recall reads), so that lock is always taken before
+        the store's. A caller that opens a store transaction first (the service's writes) must not let the memory
+        speculate: the service never previews, so no recall runs ahead there."""
+        return self._ahead.changing() if self._ahead is not None else nullcontext()
+
+    @property
+    def recalled_ahead(self) -> int:
+        """Recalls that found their answer done ahead, on the same screen (`Speculating.speculate`)."""
+        return self._ahead.recalls_taken if self._ahead is not None else 0
 
     def _after_commit(self) -> None:  # noqa: B027 - a hook: doing nothing is the default
         """After a committed round, outside its transaction: refresh derived files (nothing by default)."""

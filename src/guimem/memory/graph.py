@@ -12,7 +12,6 @@ Ablations (the paper's factorial table): granularity ``action | subgoal | task``
 from __future__ import annotations
 
 import logging
-from contextlib import AbstractContextManager
 from typing import Any, Literal
 
 import numpy as np
@@ -120,18 +119,13 @@ class GraphMemory(StoredRounds):
         self.nodes = ItemTable(kit, ItemKind.NODE, NodeBody)
         self.edges = ItemView(kit, ItemKind.EDGE, EdgeBody, bound=self.settings.body_cache)  # bodies read on demand
         self.cache = self.edges.cache
-        self._ahead = RecallAhead()  # while the env settles (`speculate`)
+        self._ahead: RecallAhead = RecallAhead()  # while the env settles (`speculate`)
         self._load()
 
     @property
     def name(self) -> str:
         """``graph``."""
         return "graph"
-
-    @property
-    def recalled_ahead(self) -> int:
-        """Recalls that found their answer done ahead, on the same screen (`speculate`)."""
-        return self._ahead.recalls_taken
 
     def _load(self) -> None:
         """Open from the index cache when it matches the store (vectors memory-mapped, adjacency as
@@ -205,11 +199,6 @@ class GraphMemory(StoredRounds):
             return change.new and rec.version == 1 and rec.vector is not None
         return change.new or (rec.kind == ItemKind.EDGE.value and rec.status == ItemStatus.ACTIVE)
 
-    def _committing(self) -> AbstractContextManager[None]:
-        """A round's learning changes what recall reads: no recall ahead runs meanwhile (held before the store's
-        transaction, as a recall ahead holds it before reading the store)."""
-        return self._ahead.changing()
-
     def _after_commit(self) -> None:
         """Refresh the index cache after a committed round (outside its transaction: the committed store)."""
         with self._ahead.changing():  # a viewed index is viewed from the new file once saved
@@ -217,7 +206,6 @@ class GraphMemory(StoredRounds):
 
     def _before_close(self) -> None:
         """Refresh the index cache if this process changed the memory since it was saved."""
-        self._ahead.close()
         self._save_cache()
 
     def _save_cache(self) -> None:

@@ -16,7 +16,6 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
@@ -219,7 +218,7 @@ class StackMemory(AdmissionMembers, StoredRounds):
         self._unsaved = False
         self._saved_texts, self._saved_at = len(self._texts), time.monotonic()
         self._skills: dict[str, str] = {}  # name → id of the skills recall has shown (what a policy can run)
-        self._ahead = RecallAhead()  # while the env settles (`speculate`)
+        self._ahead: RecallAhead = RecallAhead()  # while the env settles (`speculate`)
         self._slot = 0  # the trial slot of the last recall (the episode's)
         self._searches: dict[str, PoolSearch] = {}  # by app: the large transfer pools' relevance indexes
         # opened without its index cache, the lifecycle reads the items a chunk at a time and the texts of each
@@ -271,11 +270,6 @@ class StackMemory(AdmissionMembers, StoredRounds):
         self._embed_items([(i, it) for i, (it, st) in self.lifecycle.entries.items()
                            if st in (ItemStatus.ADMITTED, *UNDER_TEST)])
 
-    def _committing(self) -> AbstractContextManager[None]:
-        """A round's learning changes what recall reads: no recall ahead runs meanwhile (held before the store's
-        transaction, as a recall ahead holds it before reading the store)."""
-        return self._ahead.changing()
-
     def _after_commit(self) -> None:
         """Refresh the index cache after a committed round: the admission lifecycle's, then the text vectors."""
         with self._ahead.changing():  # the text vectors are read back from the new file once saved
@@ -284,7 +278,6 @@ class StackMemory(AdmissionMembers, StoredRounds):
 
     def _before_close(self) -> None:
         """Persist the text vectors embedded since the last save."""
-        self._ahead.close()
         self._save_cache()
         self._texts.close()
 
@@ -351,11 +344,6 @@ class StackMemory(AdmissionMembers, StoredRounds):
     def name(self) -> str:
         """``stack``."""
         return "stack"
-
-    @property
-    def recalled_ahead(self) -> int:
-        """Recalls that found their answer done ahead, on the same screen (`speculate`)."""
-        return self._ahead.recalls_taken
 
 
     def _vector(self, item: KnowledgeItem) -> NDArray[np.float32]:

@@ -11,7 +11,6 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
 from typing import Any, Literal
 
 import numpy as np
@@ -119,7 +118,7 @@ class SkillMemory(StoredRounds):
         self.settings = settings or SkillSettings()
         self.env_factory = env_factory
         self._index: VectorIndex = create_index(kit.vector_index, kit.embedder.dim)
-        self._search = SearchAhead(lambda: self._index)  # while the env settles (`speculate`)
+        self._ahead: SearchAhead = SearchAhead(lambda: self._index)  # while the env settles (`speculate`)
         self._skills: dict[str, tuple[str, SkillBody, str]] = {}  # name -> skill, when every skill was read
         self._by_key: dict[str, str] = {}  # digest of an induction key (`_digest`) -> skill id
         self._shown: dict[str, int] = {}
@@ -139,7 +138,7 @@ class SkillMemory(StoredRounds):
         names: dict[str, str] = {}
         keys: dict[str, str] = {}
         counts: dict[str, int] = {}
-        with self._search.changing():
+        with self._ahead.changing():
             self._index = create_index(self.kit.vector_index, self.kit.embedder.dim)
         for part in self.view.stream():  # a chunk at a time: validated (a store is hostile), not kept
             ids, vecs = [], []
@@ -152,7 +151,7 @@ class SkillMemory(StoredRounds):
                     ids.append(rec.id)
                     vecs.append(vec)
             if ids:
-                with self._search.changing():
+                with self._ahead.changing():
                     self._index.add(ids, np.stack(vecs))
         self._names, self._by_key = names, keys
         self.view.set_counts(counts)
@@ -161,7 +160,7 @@ class SkillMemory(StoredRounds):
     def _open_cached(self) -> bool:
         """Open from the index cache: the recallable skills' vectors and their names; bodies are read
         from the store when recall or a run needs them."""
-        with self._search.changing():
+        with self._ahead.changing():
             return self._open_cached_entry()
 
     def _open_cached_entry(self) -> bool:
@@ -181,18 +180,12 @@ class SkillMemory(StoredRounds):
         self._by_key = dict(zip(_texts(keys), _texts(key_ids), strict=True))
         return True
 
-    def _committing(self) -> AbstractContextManager[None]:
-        """A round's learning changes what recall reads: no recall ahead runs meanwhile (held before the store's
-        transaction, as a recall ahead holds it before reading the store)."""
-        return self._search.changing()
-
     def _after_commit(self) -> None:
         """Refresh the index cache after a committed round (outside its transaction: the committed store)."""
         self._save_cache()
 
     def _before_close(self) -> None:
         """Refresh the index cache if this process changed the memory since it was saved."""
-        self._search.close()
         self._save_cache()
 
     def _save_cache(self) -> None:
@@ -215,13 +208,13 @@ class SkillMemory(StoredRounds):
             arrays[label] = _utf8(order)
             arrays[table] = _utf8([held[n] for n in order])
             del order
-        with self._search.changing():  # a viewed graph is viewed from the new file once saved
+        with self._ahead.changing():  # a viewed graph is viewed from the new file once saved
             self.view.save_entry("skills", arrays, self._index, counts)
 
     def refresh(self) -> bool:
         """Catch up with the store: new and changed skills (merged support, status) update the index and
         the names (the counts are recounted in the store when asked); nothing else is read."""
-        with self._search.changing():  # no recall reads the view meanwhile (one ahead may be in flight)
+        with self._ahead.changing():  # no recall reads the view meanwhile (one ahead may be in flight)
             return self._refresh()
 
     def _refresh(self) -> bool:
@@ -258,12 +251,7 @@ class SkillMemory(StoredRounds):
     @property
     def searched_ahead(self) -> int:
         """Recalls that found their search done ahead, while the env settled (`speculate`)."""
-        return self._search.taken
-
-    @property
-    def recalled_ahead(self) -> int:
-        """Recalls that found their whole answer done ahead, on the same screen (`speculate`)."""
-        return self._search.recalls_taken
+        return self._ahead.taken
 
     @property
     def name(self) -> str:
@@ -280,7 +268,7 @@ class SkillMemory(StoredRounds):
         self.view.remember(skill_id, body, status, vec)
         self._by_key[_digest(body.key)] = skill_id
         if vec is not None:
-            with self._search.changing():
+            with self._ahead.changing():
                 if self._recallable(status):
                     self._index.add([skill_id], vec[None, :])
                 else:
@@ -332,11 +320,11 @@ class SkillMemory(StoredRounds):
             self.kit.speculate_state(observation, task)
             # not with a pool of the whole index (not worth searching twice), nor an embedder that cannot embed ahead
             if self.kit.embeds_ahead and not self.settings.exclude_source_task:
-                self._search.recall_ahead(task, observation, lambda: self._recall(task, observation))
+                self._ahead.recall_ahead(task, observation, lambda: self._recall(task, observation))
 
     def recall(self, query: RecallQuery) -> Injection:
         """Top-K skills by SGDR relevance, diversified by MMR."""
-        injection, picked = self._search.recalled(query.task, query.observation,
+        injection, picked = self._ahead.recalled(query.task, query.observation,
                                                   lambda: self._recall(query.task, query.observation))
         for skill_id in picked:  # every skill MMR picked, shown or then withheld by the defences
             self._shown[skill_id] = self._shown.get(skill_id, 0) + 1
@@ -349,7 +337,7 @@ class SkillMemory(StoredRounds):
         if len(self._index) == 0:
             return Injection(method=self.name), ()
         combined = self._query(observation, task)
-        pool = self._search.search(combined, self._pool_size())
+        pool = self._ahead.search(combined, self._pool_size())
         if self.settings.exclude_source_task:
             pool = [h for h in pool if not self._body(h.id).learned_from(task.id)]
             pool = pool[: max(3 * self.settings.k, self.settings.pool_min)]
@@ -393,7 +381,7 @@ class SkillMemory(StoredRounds):
     def run_skill(self, env: Env, action: Action, task: Task, observation: Observation
                   ) -> tuple[Transition, tuple[Action, ...]]:
         """Execute a recalled skill (the harness's skill runner); each run is logged as a use."""
-        with self._search.holding():  # its read of the store is kept in the view, as a recall ahead's are
+        with self._ahead.holding():  # its read of the store is kept in the view, as a recall ahead's are
             entry = self._skill(action.skill or "")
         if entry is None:
             err = ActionError(code=ActionErrorCode.SKILL_FAILED, message=f"no skill named {action.skill!r}",
@@ -420,7 +408,7 @@ class SkillMemory(StoredRounds):
         catching up with what other writers added to the store (`refresh`; a store that cannot say is read
         again, a chunk at a time). No recall runs meanwhile: the ahead lock is taken before the store's, as
         `commit_round` does."""
-        with self._search.changing():
+        with self._ahead.changing():
             if not self.refresh():
                 self._open_light()
             self._dirty = True

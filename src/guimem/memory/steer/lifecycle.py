@@ -204,9 +204,10 @@ class Admission:
         return None
 
     def _catch_up(self) -> None:
-        """After this process wrote items while not every item is held: move them in or out of their buckets and
-        pools (`_apply_to_buckets`, which tells ``on_scan`` the live ones), read nothing else; an item that comes
-        back to being shown is filed by a fresh scan, a chunk at a time."""
+        """While not every item is held, file what was written since this view last read the store (by this
+        process or another): move the items in or out of their buckets and pools (`_apply_to_buckets`, which keeps
+        them current in the view and tells ``on_scan`` the live ones), read nothing else; an item that comes back
+        to being shown is filed by a fresh scan, a chunk at a time."""
         found = self.view.changes()
         if found is None:
             self._scan(self._on_scan)
