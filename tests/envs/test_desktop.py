@@ -578,3 +578,20 @@ def test_escape_is_pressed_again_only_while_each_press_closes_a_popup(monkeypatc
     save = UIElement(ref="2", role=Role.BUTTON, text="Save", bounds=Bounds(x=1004, y=816, w=86, h=34))
     env._close_popups_around(save)
     assert pressed == [("key", "--clearmodifiers", "Escape")] * presses
+
+
+@pytest.mark.desktop
+@requires_desktop
+@pytest.mark.parametrize("task_id", ["mousepad-edit-save", "calc-add", "gedit-open-edit"])
+def test_the_start_it_foresees_is_the_one_a_reset_of_the_task_returns(env, task_id):
+    """`expected_start` guesses from the last reset of the same task (its files, its values): a GTK app started the
+    same way again opens on the same window, refs and all, after another task ran between."""
+    from guimem.types.ui import same_screen
+
+    first = env.reset(_task(task_id, seed=6))
+    started = env.task
+    env.reset(_task("mousepad-save-as", seed=2))
+    guess = env.expected_start(_task(task_id, seed=6))
+    assert guess == (started, first)
+    again = env.reset(_task(task_id, seed=6))
+    assert guess[0] == env.task and same_screen(guess[1], again)

@@ -49,6 +49,24 @@ def test_same_seed_same_task_other_seed_other_values(env):
     assert env.task.params != first
 
 
+@pytest.mark.parametrize("task_id", ["login-user", "email-inbox-forward-nl", "book-flight"])
+def test_the_start_it_foresees_is_the_one_a_reset_with_the_same_seed_returns(env, task_id):
+    """`expected_start` guesses from the last reset of the same task: after another task (or another seed of it)
+    and an action on the page, a reset with that seed again starts on the same screen, refs and all."""
+    from guimem.types.ui import same_screen
+
+    assert env.expected_start(task(task_id, 17)) is None  # never started
+    first = env.reset(task(task_id, 17))
+    started = env.task
+    env.step(Action(kind=ActionKind.TAP, ref=first.elements[-1].ref))
+    env.reset(task(task_id, 18))
+    env.reset(task("click-button", 17))
+    guess = env.expected_start(task(task_id, 17))
+    assert guess is not None and guess[0] == started
+    again = env.reset(task(task_id, 17))
+    assert guess[0] == env.task and same_screen(guess[1], again)
+
+
 def test_login_user_succeeds_with_the_right_actions(env):
     obs = env.reset(task("login-user", 5))
     params = env.task.params

@@ -8,7 +8,7 @@ import threading
 from guimem.agents.explorer import ExplorerPolicy
 from guimem.embeddings import CachedEmbedder
 from guimem.embeddings.hashing import HashingEmbedder
-from guimem.envs.base import StepLimit, Transition
+from guimem.envs.base import ForeseeingStart, StartMemo, StepLimit, Transition
 from guimem.harness.episode import EpisodeSettings, run_episode
 from guimem.memory.base import Speculating
 from guimem.memory.factory import open_memory
@@ -47,12 +47,35 @@ class PreviewingForm(FormEnv):
         return result
 
 
-def _run(tmp_path, method: str, speculate: bool):
+class ForeseeingForm(FormEnv):
+    """A form env that previews no step but guesses each reset's start from the last reset of the same task
+    (`ForeseeingStart`) — except for seed 3, whose guess is seed 1's first screen (a wrong guess)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.starts = StartMemo()
+        self.guesses = 0
+
+    def reset(self, task: Task) -> Observation:
+        obs = super().reset(task)
+        self.starts.remember(task, self.task, obs)
+        return obs
+
+    def expected_start(self, task: Task) -> tuple[Task, Observation] | None:
+        guess = self.starts.expected(task)
+        other = self.starts.expected(task.model_copy(update={"seed": 1}))
+        if guess is not None and task.seed == 3 and other is not None:
+            guess = (guess[0], other[1])
+        self.guesses += guess is not None
+        return guess
+
+
+def _run(tmp_path, method: str, speculate: bool, env_class: type[FormEnv] = PreviewingForm):
     settings = GuimemSettings()
     embedder = CachedEmbedder(HashingEmbedder(settings.embedder.dim))
-    memory = open_memory(method, str(tmp_path / f"{method}-{speculate}.sqlite"), settings, embedder=embedder,
-                         env_factory=FormEnv)
-    env = PreviewingForm()
+    memory = open_memory(method, str(tmp_path / f"{method}-{speculate}-{env_class.__name__}.sqlite"), settings,
+                         embedder=embedder, env_factory=FormEnv)
+    env = env_class()
     trajectories = []
     try:
         for round_index in range(3):
@@ -85,6 +108,60 @@ def test_the_injections_are_the_same_with_and_without_speculation(tmp_path):
         assert ahead_memory.recalled_ahead > 0 and plain_memory.recalled_ahead == 0, method
 
 
+def test_a_foreseen_first_screen_is_recalled_ahead_and_what_is_recalled_never_changes(tmp_path):
+    """Before each reset the env guesses the start from the last reset of the same task: the first step's recall
+    is done ahead and taken when the guess was right (nothing previews a step here, so every recall taken ahead
+    is a first step's), and a wrong guess (seed 3) is recalled afresh: the steps are the same as without it."""
+    for method in METHODS:
+        plain, _, plain_env, plain_memory = _run(tmp_path, method, speculate=False, env_class=ForeseeingForm)
+        ahead, _, ahead_env, ahead_memory = _run(tmp_path, method, speculate=True, env_class=ForeseeingForm)
+        assert plain_env.guesses == 0 and ahead_env.guesses == 6  # seeds 1-3 of rounds 1 and 2
+        assert steps_seen(ahead) == steps_seen(plain), method
+        assert any(t.steps[0].injection.items for t in ahead[3:]), f"{method}: no first step recalled: nothing tested"
+        # right guesses only (seeds 1 and 2 of rounds 1 and 2), each taken once
+        assert 0 < ahead_memory.recalled_ahead <= 4 and plain_memory.recalled_ahead == 0, method
+
+
+def test_the_stack_recalls_a_foreseen_start_for_the_slot_the_episode_will_have(tmp_path):
+    """A guess before the reset knows the episode's trial slot (`SpeculatingQueries`), which a step's preview
+    does not: the stack's first recall takes it, whatever slot the memory's last recall had."""
+    from guimem.memory.base import SpeculatingQueries
+
+    settings = GuimemSettings()
+    embedder = CachedEmbedder(HashingEmbedder(settings.embedder.dim))
+    memory = open_memory("stack", str(tmp_path / "stack.sqlite"), settings, embedder=embedder, env_factory=FormEnv)
+    env = ForeseeingForm()
+    try:
+        assert isinstance(memory, SpeculatingQueries)
+        batch = [run_episode(env, ExplorerPolicy(seed=seed), Task(id="form", goal="", app="form", seed=seed,
+                                                                  max_steps=6), memory=memory,
+                             settings=EpisodeSettings(max_steps=6), slot=seed - 1, skill_runner=memory.run_skill)
+                 for seed in (1, 2)]
+        memory.commit_round(0, batch)
+        before = memory.recalled_ahead
+        # slot 0 again, where the memory's last recall was slot 1's
+        again = run_episode(env, ExplorerPolicy(seed=1), Task(id="form", goal="", app="form", seed=1, max_steps=6),
+                            memory=memory, settings=EpisodeSettings(max_steps=6), slot=0, round_index=1,
+                            skill_runner=memory.run_skill)
+        assert again.steps[0].injection.items, "the stack recalled nothing: nothing is tested"
+        assert memory.recalled_ahead == before + 1
+    finally:
+        memory.close()
+        embedder.close()
+
+
+def test_a_start_memo_guesses_from_the_same_task_only_and_forgets_the_oldest():
+    memo = StartMemo(size=2)
+    env = FormEnv()
+    tasks = [Task(id="form", goal="", app="form", seed=s, max_steps=6) for s in (1, 2, 3)]
+    for task in tasks:
+        memo.remember(task, task.model_copy(update={"goal": f"goal {task.seed}"}), env.reset(task))
+    assert memo.expected(tasks[0]) is None  # the oldest of three, forgotten
+    started, screen = memo.expected(tasks[2]) or (None, None)
+    assert started is not None and started.goal == "goal 3" and screen == env.reset(tasks[2])
+    assert memo.expected(tasks[2].model_copy(update={"max_steps": 7})) is None  # another task asked
+
+
 def test_graph_skills_and_stack_speculate_and_a_step_limit_forwards_previews(tmp_path):
     settings = GuimemSettings()
     for method in METHODS:
@@ -103,6 +180,13 @@ def test_graph_skills_and_stack_speculate_and_a_step_limit_forwards_previews(tmp
     assert seen == [result.observation]
     limited.preview_to(None)
     assert env.callback is None
+    foreseeing = ForeseeingForm()
+    task = Task(id="form", goal="", app="form", seed=4, max_steps=5)
+    assert isinstance(StepLimit(foreseeing, 5), ForeseeingStart)
+    assert StepLimit(foreseeing, 5).expected_start(task) is None
+    first = StepLimit(foreseeing, 5).reset(task)
+    assert StepLimit(foreseeing, 5).expected_start(task) == (foreseeing.task, first)
+    assert StepLimit(env, 5).expected_start(task) is None  # the wrapped env guesses nothing
 
 
 def test_drift_and_poison_wrappers_preview_what_they_will_show():

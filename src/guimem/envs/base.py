@@ -8,6 +8,7 @@ when an *action* fails (no such element, not editable, ...) it returns an `Actio
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -80,6 +81,47 @@ class Previewing(Protocol):
         ...
 
 
+@runtime_checkable
+class ForeseeingStart(Protocol):
+    """An env that can say, before `reset`, what the reset will most likely return: the task as it instantiates
+    it and its first observation, as the last reset of the same task gave them (a seeded page, an app's start
+    screen).
+
+    The episode loop hands them to memory (`guimem.memory.base.Speculating`) before it resets, so that the first
+    step's recall is worked out while the env resets; recall takes that work only when the reset returns the
+    same task on the same screen, so a wrong guess costs background work and never changes what is recalled."""
+
+    def expected_start(self, task: Task) -> tuple[Task, Observation] | None:
+        """The instantiated task and first observation a `reset` with ``task`` will most likely return, or None
+        (never started it); looks, changes nothing."""
+        ...
+
+
+class StartMemo:
+    """What an env's resets returned, by the task asked (the last ``size`` tasks): the guesses of
+    `ForeseeingStart.expected_start`.
+
+    Args:
+        size: Tasks remembered (the least recently started are forgotten first).
+    """
+
+    def __init__(self, size: int = 512) -> None:
+        self.size = size
+        self._starts: OrderedDict[str, tuple[Task, Observation]] = OrderedDict()
+
+    def expected(self, task: Task) -> tuple[Task, Observation] | None:
+        """The task and observation the last reset with ``task`` (every field the same) returned, or None."""
+        return self._starts.get(task.model_dump_json())
+
+    def remember(self, asked: Task, started: Task, observation: Observation) -> None:
+        """Keep what a reset with ``asked`` returned."""
+        key = asked.model_dump_json()
+        self._starts[key] = (started, observation)
+        self._starts.move_to_end(key)
+        while len(self._starts) > self.size:
+            self._starts.popitem(last=False)
+
+
 def show_preview(callback: Preview, observation: Observation) -> None:
     """Hand a preview to its callback: what the callback raises is logged, never the step's failure (a preview
     only gives memory a head start). Reading the screen for it is the env's own work: its failures are loud."""
@@ -139,6 +181,10 @@ class StepLimit:
         """Forward to the wrapped env when it previews (`Previewing`); otherwise nothing is previewed."""
         if isinstance(self.env, Previewing):
             self.env.preview_to(callback)
+
+    def expected_start(self, task: Task) -> tuple[Task, Observation] | None:
+        """The wrapped env's guess when it makes one (`ForeseeingStart`); otherwise None."""
+        return self.env.expected_start(task) if isinstance(self.env, ForeseeingStart) else None
 
     def close(self) -> None:
         """Close the wrapped env."""

@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from guimem.envs.base import Preview, Transition, show_preview
+from guimem.envs.base import Preview, StartMemo, Transition, show_preview
 from guimem.envs.browser import Browser, launch_chrome
 from guimem.errors import EnvError, MissingDependencyError, SuiteError
 from guimem.settings import BrowserSettings, GuimemSettings
@@ -153,6 +153,7 @@ class MiniWoBEnv:
         self._obs_count = 0
         self._preview: Preview | None = None
         self._snapshot_ms = 0.0
+        self._starts = StartMemo()
         self._html = miniwob_html_dir()
 
     @classmethod
@@ -245,7 +246,13 @@ class MiniWoBEnv:
         self._wait_for("return WOB_TASK_READY;")
         goal, params = extract_fields(task.id, self._js("return core.getUtterance();"))
         self._task = task.model_copy(update={"goal": goal, "params": params, "app": "miniwob"})
-        return self._observe()
+        obs = self._observe()
+        self._starts.remember(task, self._task, obs)
+        return obs
+
+    def expected_start(self, task: Task) -> tuple[Task, Observation] | None:
+        """What the last reset with ``task`` returned (`ForeseeingStart`): a page seeded the same starts the same."""
+        return self._starts.expected(task)
 
     def preview_to(self, callback: Preview | None) -> None:
         """Show ``callback``, early in every step's settle wait, the page as it is then (`Previewing`).

@@ -10,9 +10,9 @@ from functools import partial
 
 from guimem.agents.base import Decision, Policy, PolicyInput
 from guimem.embeddings import embedding_ms
-from guimem.envs.base import Env, Previewing, Transition
+from guimem.envs.base import Env, ForeseeingStart, Previewing, Transition
 from guimem.errors import EnvError, GuimemError, LLMError, StoreError
-from guimem.memory.base import Memory, NoMemory, RecallQuery, Speculating
+from guimem.memory.base import Memory, NoMemory, RecallQuery, Speculating, SpeculatingQueries
 from guimem.types import (
     Action,
     ActionError,
@@ -119,9 +119,10 @@ def run_episode(
     overflow = ""
     final_obs: Observation | None = None
     outcome: Outcome
-    previews = env if settings.speculate and isinstance(env, Previewing) else None
-    speculator = memory if isinstance(memory, Speculating) else None
+    previews = env if isinstance(env, Previewing) else None
+    speculator = memory if settings.speculate and isinstance(memory, Speculating) else None
     try:
+        _speculate_start(env, speculator, task, episode_id=episode_id, round_index=round_index, slot=slot)
         obs = env.reset(task)
         task = env.task
         if previews is not None and speculator is not None:
@@ -159,6 +160,27 @@ def run_episode(
         episode_id=episode_id, task=task, steps=tuple(steps), final_observation=final_obs, outcome=outcome,
         env=env.name, policy=policy.name, memory=memory.name, started_at=started, wall_ms=_ms(wall),
     )
+
+
+def _speculate_start(env: Env, memory: Speculating | None, task: Task, *, episode_id: str, round_index: int,
+                     slot: int) -> None:
+    """Hand ``memory`` (None: speculation is off) the first query the reset of ``task`` will most likely lead to
+    (the guess of an env that makes one, `ForeseeingStart`), so that its recall is worked out while the env resets.
+    What memory raises is logged: a guess only gives it a head start."""
+    if memory is None or not isinstance(env, ForeseeingStart):
+        return
+    expected = env.expected_start(task)
+    if expected is None:
+        return
+    started, screen = expected
+    try:
+        if isinstance(memory, SpeculatingQueries):
+            memory.speculate_query(RecallQuery(task=started, observation=screen, step=0, episode_id=episode_id,
+                                               round=round_index, slot=slot))
+        else:
+            memory.speculate(started, screen)
+    except Exception as exc:
+        log.warning("speculating on the expected first screen failed (the episode goes on without it): %s", exc)
 
 
 def _one_step(

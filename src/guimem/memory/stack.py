@@ -439,11 +439,16 @@ class StackMemory(AdmissionMembers, StoredRounds):
         """Start embedding a screen recall may be asked about (`Speculating`), and recall on it in the background
         for the episode's trial slot (that of the last recall: a preview comes after an episode's first step)
         (`RecallAhead`): a recall on the same screen takes the answer; nothing while memory is empty."""
+        self.speculate_query(RecallQuery(task=task, observation=observation, slot=self._slot))
+
+    def speculate_query(self, query: RecallQuery) -> None:
+        """`speculate` for the query's task, screen and trial slot (`SpeculatingQueries`): an episode's first
+        recall, asked before the env resets."""
         if self.lifecycle.has_items:
-            self.kit.speculate_state(observation, task)
+            self.kit.speculate_state(query.observation, query.task)
             if self.kit.embeds_ahead:  # an embedder that cannot embed ahead would be asked twice on another screen
-                ahead = RecallQuery(task=task, observation=observation, slot=self._slot)
-                self._ahead.recall_ahead(task, observation, lambda: self._recall(ahead), also=self._slot)
+                ahead = RecallQuery(task=query.task, observation=query.observation, slot=query.slot)
+                self._ahead.recall_ahead(query.task, query.observation, lambda: self._recall(ahead), also=query.slot)
 
     def recall(self, query: RecallQuery) -> Injection:
         """MMR across kinds under the token budget; abstain when nothing fits. The screen is embedded

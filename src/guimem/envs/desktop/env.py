@@ -27,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from guimem.envs.base import Preview, Transition, show_preview
+from guimem.envs.base import Preview, StartMemo, Transition, show_preview
 from guimem.envs.desktop.confine import landlock_abi
 from guimem.envs.desktop.observation import (
     Node,
@@ -135,6 +135,7 @@ class DesktopEnv:
         self._shot_prefix = uuid.uuid4().hex[:8]  # envs sharing a folder (workers) never overwrite each other
         self._shots = 0
         self._preview: Preview | None = None
+        self._starts = StartMemo()
         self._read_s = 0.0
         self._landlock = landlock_abi() > 0
         if not self._landlock:
@@ -241,7 +242,14 @@ class DesktopEnv:
         self._spec = spec
         self._refs.clear()
         self._app = self.session.launch(self._confined(app_argv(spec, self.home, params)), cwd=self.home)
-        return self._wait_for_window(APPS[spec.app].window)
+        obs = self._wait_for_window(APPS[spec.app].window)
+        self._starts.remember(task, self._task, obs)
+        return obs
+
+    def expected_start(self, task: Task) -> tuple[Task, Observation] | None:
+        """What the last reset with ``task`` returned (`ForeseeingStart`): an app started with the same files
+        most often opens on the same window."""
+        return self._starts.expected(task)
 
     def _confined(self, argv: list[str]) -> list[str]:
         """``argv`` started so that the app may write only inside the session's folder (`confine.py`): the
