@@ -498,9 +498,9 @@ def seed_run(store: Path, out: Path, method: str) -> Path:
 def agent_waits(run_dir: Path, method: str, rounds: int) -> dict[str, float]:
     """From a run's traces: the recall time the agent waited for (`Step.timings_ms["recall"]`), p50 / p95, over
     the steps where memory showed items, and apart: those of them whose recall computed (or waited for) an
-    embedding (`timings_ms["embed"]` > 0), those that are an episode's first step (no settle wait before them to
-    embed the screen in) and the later ones (how many under 0.5 ms: recalled ahead), and the steps where memory showed
-    nothing."""
+    embedding (`timings_ms["embed"]` > 0), those that are an episode's first step (recalled ahead only when the env
+    foresaw its start: a task it had started before) and the later ones (a settle wait before them), how many of
+    each under 0.5 ms (recalled ahead), and the steps where memory showed nothing."""
     from guimem.harness.runfiles import RunDir
 
     shown: list[float] = []
@@ -523,7 +523,8 @@ def agent_waits(run_dir: Path, method: str, rounds: int) -> dict[str, float]:
                 (embedded if step.timings_ms.get("embed", 0.0) > 0 else rest).append(ms)
                 (first if i == 0 else later).append(ms)
     out: dict[str, float] = {"steps": len(shown), "embedded": len(embedded), "first_steps": len(first),
-                             "nothing": len(nothing), "later_under_half_ms": sum(ms < 0.5 for ms in later)}
+                             "nothing": len(nothing), "first_under_half_ms": sum(ms < 0.5 for ms in first),
+                             "later_under_half_ms": sum(ms < 0.5 for ms in later)}
     for name, values in (("shown", shown), ("embedded", embedded), ("rest", rest), ("first", first),
                          ("later", later),
                          ("nothing", nothing)):
@@ -757,8 +758,10 @@ def main() -> None:
                 if f"{part}_p50" in w:
                     count = {"rest": w["steps"] - w["embedded"], "first": w["first_steps"],
                              "later": w["steps"] - w["first_steps"]}.get(part, w.get(part))
+                    ahead = (f", {w[f'{part}_under_half_ms']} under 0.5 ms" if f"{part}_under_half_ms" in w
+                             else "")
                     rows.append((f"{method} {label} ({count}) p50 / p95 {at}",
-                                 f"{w[f'{part}_p50']:.2f} / {w[f'{part}_p95']:.2f} ms", None, None))
+                                 f"{w[f'{part}_p50']:.2f} / {w[f'{part}_p95']:.2f} ms{ahead}", None, None))
             stood = " (stand-in item vectors)" if w["stand_in"] else ""
             large = size >= 1_000_000
             o = w["open"]
