@@ -8,9 +8,9 @@ import threading
 from guimem.agents.explorer import ExplorerPolicy
 from guimem.embeddings import CachedEmbedder
 from guimem.embeddings.hashing import HashingEmbedder
-from guimem.envs.base import ForeseeingStart, StartMemo, StepLimit, Transition
+from guimem.envs.base import StartMemo, StepLimit, Transition
 from guimem.harness.episode import EpisodeSettings, run_episode
-from guimem.memory.base import Speculating
+from guimem.memory.base import RecallQuery, Speculating
 from guimem.memory.factory import open_memory
 from guimem.settings import GuimemSettings
 from guimem.testing import FormEnv
@@ -49,7 +49,8 @@ class PreviewingForm(FormEnv):
 
 class ForeseeingForm(FormEnv):
     """A form env that previews no step but guesses each reset's start from the last reset of the same task
-    (`ForeseeingStart`) — except for seed 3, whose guess is seed 1's first screen (a wrong guess)."""
+    (`ForeseeingStart`) — except for seed 3, whose guess is seed 1's first screen, and seed 2, whose guess is its
+    screen for another goal (two wrong guesses)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -66,8 +67,17 @@ class ForeseeingForm(FormEnv):
         other = self.starts.expected(task.model_copy(update={"seed": 1}))
         if guess is not None and task.seed == 3 and other is not None:
             guess = (guess[0], other[1])
+        if guess is not None and task.seed == 2:  # the right screen for another goal
+            guess = (guess[0].model_copy(update={"goal": guess[0].goal + " twice"}), guess[1])
         self.guesses += guess is not None
         return guess
+
+
+class FailingGuess(FormEnv):
+    """A form env whose guess of the start fails."""
+
+    def expected_start(self, task: Task) -> tuple[Task, Observation] | None:
+        raise RuntimeError("no guess today")
 
 
 def _run(tmp_path, method: str, speculate: bool, env_class: type[FormEnv] = PreviewingForm):
@@ -111,15 +121,25 @@ def test_the_injections_are_the_same_with_and_without_speculation(tmp_path):
 def test_a_foreseen_first_screen_is_recalled_ahead_and_what_is_recalled_never_changes(tmp_path):
     """Before each reset the env guesses the start from the last reset of the same task: the first step's recall
     is done ahead and taken when the guess was right (nothing previews a step here, so every recall taken ahead
-    is a first step's), and a wrong guess (seed 3) is recalled afresh: the steps are the same as without it."""
+    is a first step's), and a wrong guess (seed 3's screen, seed 2's goal) is recalled afresh: the steps are the same
+    as without it."""
     for method in METHODS:
         plain, _, plain_env, plain_memory = _run(tmp_path, method, speculate=False, env_class=ForeseeingForm)
         ahead, _, ahead_env, ahead_memory = _run(tmp_path, method, speculate=True, env_class=ForeseeingForm)
         assert plain_env.guesses == 0 and ahead_env.guesses == 6  # seeds 1-3 of rounds 1 and 2
         assert steps_seen(ahead) == steps_seen(plain), method
         assert any(t.steps[0].injection.items for t in ahead[3:]), f"{method}: no first step recalled: nothing tested"
-        # right guesses only (seeds 1 and 2 of rounds 1 and 2), each taken once
-        assert 0 < ahead_memory.recalled_ahead <= 4 and plain_memory.recalled_ahead == 0, method
+        # the right guesses only (seed 1 of rounds 1 and 2), each taken once
+        assert ahead_memory.recalled_ahead == 2 and plain_memory.recalled_ahead == 0, method
+
+
+def test_a_guess_that_fails_leaves_the_episode_as_it_would_be_without_it(tmp_path, caplog):
+    for method in METHODS:
+        plain, *_ = _run(tmp_path, method, speculate=False, env_class=FormEnv)
+        failing, *_ = _run(tmp_path, method, speculate=True, env_class=FailingGuess)
+        assert steps_seen(failing) == steps_seen(plain), method
+        assert all(t.outcome.infra is None for t in failing)
+    assert "no guess today" in caplog.text
 
 
 def test_the_stack_recalls_a_foreseen_start_for_the_slot_the_episode_will_have(tmp_path):
@@ -145,6 +165,9 @@ def test_the_stack_recalls_a_foreseen_start_for_the_slot_the_episode_will_have(t
                             skill_runner=memory.run_skill)
         assert again.steps[0].injection.items, "the stack recalled nothing: nothing is tested"
         assert memory.recalled_ahead == before + 1
+        fresh = memory.recall(RecallQuery(task=again.task, observation=env.reset(again.task.model_copy(
+            update={"goal": ""})), slot=0))  # the same screen, recalled now for slot 0
+        assert again.steps[0].injection.text == fresh.text and again.steps[0].injection.items == fresh.items
     finally:
         memory.close()
         embedder.close()
@@ -160,6 +183,13 @@ def test_a_start_memo_guesses_from_the_same_task_only_and_forgets_the_oldest():
     started, screen = memo.expected(tasks[2]) or (None, None)
     assert started is not None and started.goal == "goal 3" and screen == env.reset(tasks[2])
     assert memo.expected(tasks[2].model_copy(update={"max_steps": 7})) is None  # another task asked
+    screen = env.reset(tasks[0])
+    small = StartMemo(size=10, elements=2 * len(screen.elements))
+    for task in tasks:
+        small.remember(task, task, screen)
+    assert [small.expected(t) is not None for t in tasks] == [False, True, True]  # the elements held are bounded
+    small.remember(tasks[1], tasks[1], screen.model_copy(update={"elements": screen.elements * 3}))
+    assert small.expected(tasks[1]) is None and small.expected(tasks[2]) is not None  # too big: not kept
 
 
 def test_graph_skills_and_stack_speculate_and_a_step_limit_forwards_previews(tmp_path):
@@ -182,7 +212,6 @@ def test_graph_skills_and_stack_speculate_and_a_step_limit_forwards_previews(tmp
     assert env.callback is None
     foreseeing = ForeseeingForm()
     task = Task(id="form", goal="", app="form", seed=4, max_steps=5)
-    assert isinstance(StepLimit(foreseeing, 5), ForeseeingStart)
     assert StepLimit(foreseeing, 5).expected_start(task) is None
     first = StepLimit(foreseeing, 5).reset(task)
     assert StepLimit(foreseeing, 5).expected_start(task) == (foreseeing.task, first)

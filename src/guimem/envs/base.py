@@ -98,16 +98,20 @@ class ForeseeingStart(Protocol):
 
 
 class StartMemo:
-    """What an env's resets returned, by the task asked (the last ``size`` tasks): the guesses of
+    """What an env's resets returned, by the task asked (the most recently started, within ``size`` tasks and
+    ``elements`` screen elements in all: a desktop app's screen holds hundreds): the guesses of
     `ForeseeingStart.expected_start`.
 
     Args:
         size: Tasks remembered (the least recently started are forgotten first).
+        elements: Screen elements held in all, about 2 KB each (a start bigger than this is not kept).
     """
 
-    def __init__(self, size: int = 512) -> None:
+    def __init__(self, size: int = 512, elements: int = 50_000) -> None:
         self.size = size
+        self.elements = elements
         self._starts: OrderedDict[str, tuple[Task, Observation]] = OrderedDict()
+        self._held = 0
 
     def expected(self, task: Task) -> tuple[Task, Observation] | None:
         """The task and observation the last reset with ``task`` (every field the same) returned, or None."""
@@ -116,10 +120,18 @@ class StartMemo:
     def remember(self, asked: Task, started: Task, observation: Observation) -> None:
         """Keep what a reset with ``asked`` returned."""
         key = asked.model_dump_json()
+        self._forget(key)
+        if len(observation.elements) > self.elements:
+            return
         self._starts[key] = (started, observation)
-        self._starts.move_to_end(key)
-        while len(self._starts) > self.size:
-            self._starts.popitem(last=False)
+        self._held += len(observation.elements)
+        while len(self._starts) > self.size or self._held > self.elements:
+            self._forget(next(iter(self._starts)))
+
+    def _forget(self, key: str) -> None:
+        start = self._starts.pop(key, None)
+        if start is not None:
+            self._held -= len(start[1].elements)
 
 
 def show_preview(callback: Preview, observation: Observation) -> None:

@@ -41,8 +41,9 @@ class EpisodeSettings:
 
     Attributes:
         max_steps: Steps allowed (the task's own ``max_steps`` wins when set).
-        speculate: Let memory embed the screen the env expects while the env settles (`Previewing`,
-            `Speculating`); it changes when recall's work happens, never what recall returns.
+        speculate: Let memory work out recall for the screen the env expects while the env settles (`Previewing`,
+            `Speculating`), and for the first screen it expects while it resets a task it has started before
+            (`ForeseeingStart`); it changes when recall's work happens, never what recall returns.
     """
 
     max_steps: int = 15
@@ -166,20 +167,20 @@ def _speculate_start(env: Env, memory: Speculating | None, task: Task, *, episod
                      slot: int) -> None:
     """Hand ``memory`` (None: speculation is off) the first query the reset of ``task`` will most likely lead to
     (the guess of an env that makes one, `ForeseeingStart`), so that its recall is worked out while the env resets.
-    What memory raises is logged: a guess only gives it a head start."""
+    What the env's guess or memory raises is logged: a guess only gives recall a head start."""
     if memory is None or not isinstance(env, ForeseeingStart):
         return
-    expected = env.expected_start(task)
-    if expected is None:
-        return
-    started, screen = expected
     try:
+        expected = env.expected_start(task)
+        if expected is None:
+            return
+        started, screen = expected
         if isinstance(memory, SpeculatingQueries):
             memory.speculate_query(RecallQuery(task=started, observation=screen, step=0, episode_id=episode_id,
                                                round=round_index, slot=slot))
         else:
             memory.speculate(started, screen)
-    except Exception as exc:
+    except Exception as exc:  # the env's guess or memory's work: either only gives recall a head start
         log.warning("speculating on the expected first screen failed (the episode goes on without it): %s", exc)
 
 

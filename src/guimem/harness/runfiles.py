@@ -79,7 +79,8 @@ class EvalSpec(BaseModel):
     `guimem.agents.explorer`). A run_spec.json without this field was written by the earlier, ``independent``
     draw, so such a run does not resume with the coupled one (its memory methods' episodes would mix draws)."""
     speculate: bool = True
-    """Memory embeds the screen the env expects while the env settles (`guimem.envs.base.Previewing`). It
+    """Memory works out recall for the screen the env expects while the env settles (`guimem.envs.base.Previewing`)
+    and for the first screen it expects while it resets (`guimem.envs.base.ForeseeingStart`). It
     changes when recall's work happens, never what recall returns, so it is not part of the run's identity."""
     versions: dict[str, str] = Field(default_factory=package_versions)
     created_at: float = Field(default_factory=time.time)
