@@ -191,8 +191,9 @@ def test_a_preview_changes_nothing_the_step_returns_and_often_is_the_settled_scr
     assert hits >= 1
 
 
-def test_a_preview_leaves_the_pages_refs_alone(env):
-    from guimem.envs.miniwob import _SNAPSHOT_JS
+def test_a_preview_leaves_the_pages_refs_alone_and_foresees_the_ones_it_will_give(env):
+    from guimem.envs.miniwob import _SNAPSHOT_JS, _observation
+    from guimem.types.ui import same_screen
 
     state = ("return [core.nextRefCode, document.querySelectorAll('[data-wob_ref]').length, "
              "Object.keys(core.previousDOMInfo).length];")
@@ -203,10 +204,13 @@ def test_a_preview_leaves_the_pages_refs_alone(env):
 
     time.sleep(0.3)  # the suggestions are on the page, without refs yet
     before = env._js(state)
-    preview = env._js(_SNAPSHOT_JS, True)
+    preview = _observation(env._js(_SNAPSHOT_JS, True))
     assert env._js(state) == before
-    provisional = [e["ref"] for e in preview["elements"] if str(e["ref"]).startswith("p")]
+    known = {e.ref for e in obs.elements}
     settled = env._observe()
-    assert len(settled.elements) == len(preview["elements"])
-    assert provisional, "the suggestions had no provisional refs: the case did not happen"
     assert env._js(state)[0] > before[0]  # the real snapshot numbers them
+    assert any(e.ref not in known for e in settled.elements), "no element was new: the case did not happen"
+    # the refs the preview foresaw are the ones the page gave: the same screen (the answer ahead holds)
+    assert [e.model_dump(exclude={"bounds"}) for e in preview.elements] == \
+        [e.model_dump(exclude={"bounds"}) for e in settled.elements]
+    assert same_screen(preview, settled)

@@ -257,9 +257,11 @@ class MiniWoBEnv:
     def preview_to(self, callback: Preview | None) -> None:
         """Show ``callback``, early in every step's settle wait, the page as it is then (`Previewing`).
 
-        The preview reads the page and changes nothing in it: elements that have no ref yet get provisional
-        ones, the page's own ref counter is left alone, and no screenshot is taken; so a step returns the same
-        observation with or without it."""
+        The preview reads the page and changes nothing in it: an element that has no ref yet gets the one the
+        settled snapshot would give it if the page did not change (MiniWoB++'s numbering worked out, not written),
+        so a screen that did not change is the same screen, refs included, and memory's answer ahead holds for it;
+        the page's own ref counter is left alone and no screenshot is taken, so a step returns the same observation
+        with or without it."""
         self._preview = callback
 
     def _show_preview(self) -> None:

@@ -1,11 +1,28 @@
 // guimem: one MiniWoB++ observation as a flat list of UI elements.
 // Refs come from core.getDOMInfo(), so core.elementClick(ref) works on them in this episode.
 // With a first argument true it is a preview (taken while the page settles): it reads the page and changes
-// nothing in it, so an element that has no ref yet gets a provisional one ('p0', 'p1', ...) that no action uses.
+// nothing in it, so an element that has no ref yet gets the ref the real snapshot would give it now (the page's
+// counter is left alone): core.getDOMInfo's numbering (its walk, its skips) is worked out without writing it.
 var PREVIEW = arguments[0] === true;
 return (function () {
-  var provisional = 0;
-  if (!PREVIEW) core.getDOMInfo();
+  var predicted = null, next = 0;
+  function fresh(el) {
+    return el.dataset.wob_ref === undefined || el.dataset.wob_eps !== 'e' + WOB_EPISODE_ID;
+  }
+  function number(el) {  // core.getDOMInfoOfElement's order and skips, counting instead of writing
+    if (el.id === 'reward-display' || el.id === 'sync-task-cover' || el.id === 'click-canvas' || el.id === 'query') return;
+    var r = el.getBoundingClientRect();
+    if (r.width == 0 || r.height == 0) return;
+    if (fresh(el)) predicted.set(el, next++);
+    Array.prototype.forEach.call(el.children, number);
+  }
+  if (PREVIEW) {
+    predicted = new Map();
+    next = core.nextRefCode;
+    number(document.body);
+  } else {
+    core.getDOMInfo();
+  }
   // the whole body, as core.getDOMInfo does: jQuery UI dialogs and menus are attached outside #wrap
   var root = document.body;
   var out = [];
@@ -78,9 +95,9 @@ return (function () {
   }
   function emit(el, role, text, label, clickable, extra) {
     var ref = el.dataset.wob_ref;
-    if (ref === undefined || el.dataset.wob_eps !== 'e' + WOB_EPISODE_ID) {
-      if (!PREVIEW) return;
-      ref = 'p' + provisional++;
+    if (fresh(el)) {
+      if (!PREVIEW || !predicted.has(el)) return;  // what the real snapshot leaves out, the preview does too
+      ref = predicted.get(el);
     }
     var cls = (typeof el.className === 'string') ? el.className.trim().split(/\s+/)[0] : '';
     var item = {
@@ -113,9 +130,9 @@ return (function () {
            {value: el.value});
       Array.prototype.forEach.call(el.options, function (o, i) {
         var oref = o.dataset.wob_ref;
-        if (oref === undefined || o.dataset.wob_eps !== 'e' + WOB_EPISODE_ID) {
+        if (fresh(o)) {
           if (PREVIEW) {
-            oref = 'p' + provisional++;
+            oref = predicted.has(o) ? predicted.get(o) : next++;
           } else {
             oref = o.dataset.wob_ref = core.nextRefCode++;
             o.dataset.wob_eps = 'e' + WOB_EPISODE_ID;
