@@ -9,8 +9,9 @@ return (function () {
   function fresh(el) {
     return el.dataset.wob_ref === undefined || el.dataset.wob_eps !== 'e' + WOB_EPISODE_ID;
   }
+  var SKIPPED = {'query': 1, 'reward-display': 1, 'sync-task-cover': 1, 'click-canvas': 1};  // as core.getDOMInfo
   function number(el) {  // core.getDOMInfoOfElement's order and skips, counting instead of writing
-    if (el.id === 'reward-display' || el.id === 'sync-task-cover' || el.id === 'click-canvas' || el.id === 'query') return;
+    if (SKIPPED[el.id]) return;
     var r = el.getBoundingClientRect();
     if (r.width == 0 || r.height == 0) return;
     if (fresh(el)) predicted.set(el, next++);
@@ -110,7 +111,7 @@ return (function () {
     out.push(item);
   }
   function walk(el) {
-    if (el.id === 'query' || el.id === 'reward-display' || el.id === 'sync-task-cover' || el.id === 'click-canvas') return;
+    if (SKIPPED[el.id]) return;
     if (!visible(el)) return;
     var tag = el.tagName;
     var pointer = window.getComputedStyle(el).cursor === 'pointer';

@@ -121,13 +121,14 @@ def run_episode(
     final_obs: Observation | None = None
     outcome: Outcome
     previews = env if isinstance(env, Previewing) else None
-    speculator = memory if settings.speculate and isinstance(memory, Speculating) else None
+    speculate = _speculation(memory, episode_id=episode_id, round_index=round_index, slot=slot) \
+        if settings.speculate and isinstance(memory, Speculating) else None
     try:
-        _speculate_start(env, speculator, task, episode_id=episode_id, round_index=round_index, slot=slot)
+        _speculate_start(env, speculate, task)
         obs = env.reset(task)
         task = env.task
-        if previews is not None and speculator is not None:
-            previews.preview_to(partial(speculator.speculate, task))
+        if previews is not None and speculate is not None:
+            previews.preview_to(partial(speculate, task))
         policy.reset(task)
         max_steps = task.max_steps or settings.max_steps
         last_error: ActionError | None = None
@@ -155,7 +156,7 @@ def run_episode(
         log.warning("episode %s on %s: %s failed: %s", episode_id, task.id, failure.component, exc)
         outcome = Outcome(success=False, score=0.0, reason=f"{failure.component} failed: {exc.message}", infra=failure)
     finally:
-        if previews is not None and speculator is not None:
+        if previews is not None and speculate is not None:
             previews.preview_to(None)
     return Trajectory(
         episode_id=episode_id, task=task, steps=tuple(steps), final_observation=final_obs, outcome=outcome,
@@ -163,23 +164,28 @@ def run_episode(
     )
 
 
-def _speculate_start(env: Env, memory: Speculating | None, task: Task, *, episode_id: str, round_index: int,
-                     slot: int) -> None:
-    """Hand ``memory`` (None: speculation is off) the first query the reset of ``task`` will most likely lead to
-    (the guess of an env that makes one, `ForeseeingStart`), so that its recall is worked out while the env resets.
-    What the env's guess or memory raises is logged: a guess only gives recall a head start."""
-    if memory is None or not isinstance(env, ForeseeingStart):
+def _speculation(memory: Speculating, *, episode_id: str, round_index: int,
+                 slot: int) -> Callable[[Task, Observation], None]:
+    """How this episode hands ``memory`` a screen recall may soon be asked about (the expected first screen, a
+    step's preview): as the whole query to a memory whose recall reads more of it (`SpeculatingQueries`: the
+    stack's trial slot), else as the task and screen (`Speculating.speculate`)."""
+    if isinstance(memory, SpeculatingQueries):
+        ahead = memory
+        return lambda task, obs: ahead.speculate_query(RecallQuery(
+            task=task, observation=obs, episode_id=episode_id, round=round_index, slot=slot))
+    return memory.speculate
+
+
+def _speculate_start(env: Env, speculate: Callable[[Task, Observation], None] | None, task: Task) -> None:
+    """Hand memory (``speculate``; None: speculation is off) the first screen the reset of ``task`` will most likely
+    return (the guess of an env that makes one, `ForeseeingStart`), so that its recall is worked out while the env
+    resets. What the env's guess or memory raises is logged: a guess only gives recall a head start."""
+    if speculate is None or not isinstance(env, ForeseeingStart):
         return
     try:
         expected = env.expected_start(task)
-        if expected is None:
-            return
-        started, screen = expected
-        if isinstance(memory, SpeculatingQueries):
-            memory.speculate_query(RecallQuery(task=started, observation=screen, step=0, episode_id=episode_id,
-                                               round=round_index, slot=slot))
-        else:
-            memory.speculate(started, screen)
+        if expected is not None:
+            speculate(*expected)
     except Exception as exc:  # the env's guess or memory's work: either only gives recall a head start
         log.warning("speculating on the expected first screen failed (the episode goes on without it): %s", exc)
 

@@ -207,8 +207,8 @@ class Speculating(Protocol):
 @runtime_checkable
 class SpeculatingQueries(Protocol):
     """A `Speculating` memory whose recall reads more of the query than its task and screen (the stack: the
-    episode's trial slot). Before an episode's reset the episode loop knows the whole first query the reset will
-    most likely lead to (`guimem.envs.base.ForeseeingStart`) and gives it here, not to `Speculating.speculate`."""
+    episode's trial slot). The episode loop knows the whole query (the expected first screen,
+    `guimem.envs.base.ForeseeingStart`, and each step's preview) and gives it here, not to `Speculating.speculate`."""
 
     def speculate_query(self, query: RecallQuery) -> None:
         """Start the work recall will need for ``query``, as `Speculating.speculate` does for a screen."""

@@ -442,13 +442,12 @@ class StackMemory(AdmissionMembers, StoredRounds):
         self.speculate_query(RecallQuery(task=task, observation=observation, slot=self._slot))
 
     def speculate_query(self, query: RecallQuery) -> None:
-        """`speculate` for the query's task, screen and trial slot (`SpeculatingQueries`): an episode's first
-        recall, asked before the env resets."""
+        """`speculate` for the query's task, screen and trial slot (`SpeculatingQueries`): what the episode loop
+        calls, knowing the episode's slot (its first recall is asked before the env resets)."""
         if self.lifecycle.has_items:
             self.kit.speculate_state(query.observation, query.task)
             if self.kit.embeds_ahead:  # an embedder that cannot embed ahead would be asked twice on another screen
-                ahead = RecallQuery(task=query.task, observation=query.observation, slot=query.slot)
-                self._ahead.recall_ahead(query.task, query.observation, lambda: self._recall(ahead), also=query.slot)
+                self._ahead.recall_ahead(query.task, query.observation, lambda: self._recall(query), also=query.slot)
 
     def recall(self, query: RecallQuery) -> Injection:
         """MMR across kinds under the token budget; abstain when nothing fits. The screen is embedded
