@@ -6,7 +6,7 @@ evaluation workers, browsers and desktop apps do) and each policy (unset: libgom
 with before; ``ACTIVE``: spin; ``PASSIVE``: sleep, what guimem sets), a fresh process embeds ``--texts`` screen
 signatures of about 40 words one at a time, and reports p50 and p95 in ms and the ratios unset / PASSIVE.
 
-Usage: python benchmarks/e5_under_load.py [--busy 2] [--texts 40]
+Usage: python benchmarks/e5_under_load.py [--busy 2] [--texts 40] [--spin 1000]
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import sys
 PROBE = r"""
 import json, os, sys, time
 import guimem.embeddings.e5 as e5mod
-if os.environ.get("OMP_WAIT_POLICY") is None:  # libgomp's own default: keep guimem from choosing
+if os.environ.get("OMP_WAIT_POLICY") is None and os.environ.get("GOMP_SPINCOUNT") is None:  # libgomp's default
     e5mod._passive_openmp = lambda: None
 from guimem.embeddings.e5 import E5Embedder
 e = E5Embedder()
@@ -46,8 +46,10 @@ def _spin() -> None:
 
 
 def _probe(policy: str, texts: int) -> tuple[float, float]:
-    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-    if policy != "unset":
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    if policy.startswith("spin"):  # a short spin, then sleep (libgomp's GOMP_SPINCOUNT)
+        env["GOMP_SPINCOUNT"] = policy.removeprefix("spin")
+    elif policy != "unset":
         env["OMP_WAIT_POLICY"] = policy
     out = subprocess.run([sys.executable, "-c", PROBE, str(texts)], env=env, capture_output=True, text=True,
                          check=True, timeout=900)
@@ -59,11 +61,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--busy", type=int, default=2, help="processes spinning on the CPU in the loaded case")
     parser.add_argument("--texts", type=int, default=40)
+    parser.add_argument("--spin", type=int, default=0,
+                        help="also a short spin before sleeping: GOMP_SPINCOUNT=N (PASSIVE is N=0)")
     args = parser.parse_args()
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, load before: {os.getloadavg()[0]:.2f}")
     print("| extra load | unset (libgomp's default) p50 / p95 ms | ACTIVE p50 / p95 ms | PASSIVE (guimem) p50 / p95 ms "
+          f"{f'| GOMP_SPINCOUNT={args.spin} p50 / p95 ms ' if args.spin else ''}"
           "| unset / PASSIVE p50 | unset / PASSIVE p95 |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|" + ("---:|" if args.spin else "") + "---:|---:|")
     for busy in (0, args.busy):
         spinners = [mp.Process(target=_spin, daemon=True) for _ in range(busy)]
         for s in spinners:
@@ -72,12 +77,14 @@ def main() -> None:
             u50, u95 = _probe("unset", args.texts)
             a50, a95 = _probe("ACTIVE", args.texts)
             p50, p95 = _probe("PASSIVE", args.texts)
+            s50, s95 = _probe(f"spin{args.spin}", args.texts) if args.spin else (0.0, 0.0)
         finally:
             for s in spinners:
                 s.terminate()
                 s.join()
+        spun = f"| {s50:.1f} / {s95:.1f} " if args.spin else ""
         print(f"| {busy} spinning processes | {u50:.1f} / {u95:.1f} | {a50:.1f} / {a95:.1f} | {p50:.1f} / {p95:.1f} "
-              f"| {u50 / p50:.2f} | {u95 / p95:.2f} |")
+              f"{spun}| {u50 / p50:.2f} | {u95 / p95:.2f} |")
 
 
 if __name__ == "__main__":

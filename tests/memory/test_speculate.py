@@ -80,12 +80,13 @@ class FailingGuess(FormEnv):
         raise RuntimeError("no guess today")
 
 
-def _run(tmp_path, method: str, speculate: bool, env_class: type[FormEnv] = PreviewingForm):
+def _run(tmp_path, method: str, speculate: bool, env_class: type[FormEnv] = PreviewingForm, wrap=None):
     settings = GuimemSettings()
     embedder = CachedEmbedder(HashingEmbedder(settings.embedder.dim))
-    memory = open_memory(method, str(tmp_path / f"{method}-{speculate}-{env_class.__name__}.sqlite"), settings,
-                         embedder=embedder, env_factory=FormEnv)
-    env = env_class()
+    name = f"{method}-{speculate}-{env_class.__name__}-{'wrapped' if wrap else 'plain'}"
+    memory = open_memory(method, str(tmp_path / f"{name}.sqlite"), settings, embedder=embedder, env_factory=FormEnv)
+    inner = env_class()
+    env = wrap(inner) if wrap else inner
     trajectories = []
     try:
         for round_index in range(3):
@@ -101,7 +102,7 @@ def _run(tmp_path, method: str, speculate: bool, env_class: type[FormEnv] = Prev
     finally:
         memory.close()
         embedder.close()
-    return trajectories, embedder, env, memory
+    return trajectories, embedder, inner, memory
 
 
 def test_the_injections_are_the_same_with_and_without_speculation(tmp_path):
@@ -339,3 +340,51 @@ def test_skills_count_as_shown_every_skill_picked_even_one_the_defences_withhold
     finally:
         memory.close()
         embedder.close()
+
+
+def _wrappers():
+    from guimem.envs.drift import DriftEnv
+    from guimem.envs.poison import PoisonedEnv
+
+    return {"drift v0": lambda e: DriftEnv(e, "v0"),
+            "drift v2 with its notice": lambda e: DriftEnv(e, "v2", frozenset({"relabel", "reorder", "interstitial"})),
+            "poison": lambda e: PoisonedEnv(e)}
+
+
+def test_drift_and_poison_wrappers_foresee_the_start_as_they_will_show_it():
+    """The wrapper's guess is the wrapped env's, rewritten or planted as the next reset will show it (the rewrite
+    and the attack are drawn from the task and its first screen): equal to what that reset returns."""
+    for name, wrap in _wrappers().items():
+        env = wrap(ForeseeingForm())
+        task = Task(id="form", goal="", app="form", seed=4, max_steps=5)
+        assert env.expected_start(task) is None, name  # never started
+        first = env.reset(task)
+        guess = env.expected_start(task)
+        again = env.reset(task)
+        assert guess == (env.task, again) and again == first, name
+        assert wrap(PreviewingForm()).expected_start(task) is None, name  # the wrapped env guesses nothing
+    from guimem.envs.drift import NOTICE_CONTAINER
+
+    drifted = _wrappers()["drift v2 with its notice"](ForeseeingForm())
+    task = Task(id="form", goal="", app="form", seed=5, max_steps=5)
+    bare = drifted.inner.reset(task)
+    shown = drifted.reset(task)
+    guess = drifted.expected_start(task)
+    assert guess is not None and guess[1] == shown != bare  # rewritten, under the notice
+    assert shown.elements[0].container == NOTICE_CONTAINER
+
+
+def test_a_drifted_or_poisoned_episode_recalls_its_foreseen_first_step_ahead(tmp_path):
+    """Behind drift and poison wrappers (`Workbench` wraps every env of a drift run) the right guesses are taken
+    ahead as on the bare env, and every step is the same as without speculation."""
+    for name, wrap in _wrappers().items():
+        for method in METHODS:
+            plain, _, _, plain_memory = _run(tmp_path, method, False, ForeseeingForm, wrap)
+            ahead, _, ahead_env, ahead_memory = _run(tmp_path, method, True, ForeseeingForm, wrap)
+            assert steps_seen(ahead) == steps_seen(plain), (name, method)
+            assert any(t.steps[0].injection.items for t in ahead[3:]), f"{name} {method}: nothing recalled"
+            assert ahead_env.guesses == 6 and plain_memory.recalled_ahead == 0, (name, method)
+            # the right guesses (seed 1 of rounds 1 and 2); under the notice a refused action leaves the same
+            # screen, whose answer kept from ahead is taken again
+            taken = ahead_memory.recalled_ahead
+            assert taken >= 2 if "notice" in name else taken == 2, (name, method, taken)

@@ -25,7 +25,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from guimem.envs.base import Env, Preview, Previewing, Transition
+from guimem.envs.base import Env, ForeseeingStart, Preview, Previewing, Transition
 from guimem.errors import ConfigError, EnvError
 from guimem.types import (
     Action,
@@ -224,6 +224,26 @@ def rewrite(obs: Observation, rw: Rewrite) -> Observation:
     return obs.model_copy(update={"elements": tuple(elements), "location": location})
 
 
+def _uses_notice_refs(obs: Observation) -> bool:
+    return any(el.ref.isdigit() and NOTICE_BASE <= int(el.ref) < NOTICE_BASE + 10 for el in obs.elements)
+
+
+def _show(obs: Observation, rw: Rewrite | None, notice_open: bool) -> Observation:
+    """``obs`` as a version shows it: rewritten by ``rw`` (None: unchanged), under its notice while open."""
+    if rw is None:
+        return obs
+    out = rewrite(obs, rw)
+    if not notice_open:
+        return out
+    text, button = rw.notice()
+    notice = (UIElement(ref=str(NOTICE_BASE), role=Role.TEXT, text=text, container=NOTICE_CONTAINER,
+                        bounds=Bounds(x=10, y=10, w=300, h=18)),
+              UIElement(ref=str(NOTICE_BASE + 1), role=Role.BUTTON, text=button, clickable=True,
+                        container=NOTICE_CONTAINER, bounds=Bounds(x=10, y=34, w=80, h=22)))
+    elements = (*notice, *out.elements)
+    return out.model_copy(update={"elements": elements, "location": page_view(elements)})
+
+
 @dataclass
 class DriftEnv:
     """Any env shown at a chosen UI version (`set_version`; ``v0``: unchanged).
@@ -273,28 +293,30 @@ class DriftEnv:
             EnvError: The wrapped env uses the interstitial's refs.
         """
         obs = self.inner.reset(task)
-        if any(el.ref.isdigit() and NOTICE_BASE <= int(el.ref) < NOTICE_BASE + 10 for el in obs.elements):
+        if _uses_notice_refs(obs):
             raise EnvError(f"{self.inner.name} uses refs from {NOTICE_BASE} up, which the drift notice needs")
-        kinds = kinds_of(self.version) if self.kinds is None else self.kinds
-        self._rewrite = Rewrite.of(self.version, kinds, self.inner.task) if self.version != BASE_VERSION else None
-        self.notice_open = self._rewrite is not None and "interstitial" in kinds
+        self._rewrite = self._rewrite_of(self.inner.task)
+        self.notice_open = self._rewrite is not None and "interstitial" in self._rewrite.kinds
         self._last = obs
         return self._shown(obs)
 
-    def _shown(self, obs: Observation) -> Observation:
-        if self._rewrite is None:
-            return obs
-        out = rewrite(obs, self._rewrite)
-        if not self.notice_open:
-            return out
-        text, button = self._rewrite.notice()
-        notice = (UIElement(ref=str(NOTICE_BASE), role=Role.TEXT, text=text, container=NOTICE_CONTAINER,
-                            bounds=Bounds(x=10, y=10, w=300, h=18)),
-                  UIElement(ref=str(NOTICE_BASE + 1), role=Role.BUTTON, text=button, clickable=True,
-                            container=NOTICE_CONTAINER, bounds=Bounds(x=10, y=34, w=80, h=22)))
-        elements = (*notice, *out.elements)
-        return out.model_copy(update={"elements": elements, "location": page_view(elements)})
+    def expected_start(self, task: Task) -> tuple[Task, Observation] | None:
+        """The wrapped env's guess when it makes one (`ForeseeingStart`), as this version will show it: the
+        rewrite is drawn from the task's id and seed and the version, so the guess is rewritten as the reset
+        will be (notice included); None otherwise."""
+        guess = self.inner.expected_start(task) if isinstance(self.inner, ForeseeingStart) else None
+        if guess is None or _uses_notice_refs(guess[1]):
+            return None
+        started, obs = guess
+        rw = self._rewrite_of(started)
+        return started, _show(obs, rw, rw is not None and "interstitial" in rw.kinds)
 
+    def _rewrite_of(self, task: Task) -> Rewrite | None:
+        kinds = kinds_of(self.version) if self.kinds is None else self.kinds
+        return Rewrite.of(self.version, kinds, task) if self.version != BASE_VERSION else None
+
+    def _shown(self, obs: Observation) -> Observation:
+        return _show(obs, self._rewrite, self.notice_open)
     def step(self, action: Action) -> Transition:
         """While the notice is open only its dismissal acts (any other action is refused, as a covered
         page would); afterwards every action goes to the wrapped env by its ref."""

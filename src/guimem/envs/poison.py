@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from guimem.envs.attacks import Attack, Goal, Hiding, PhrasingSet, Placement, attack_for, attacker_text
-from guimem.envs.base import Env, Preview, Previewing, Transition
+from guimem.envs.base import Env, ForeseeingStart, Preview, Previewing, Transition
 from guimem.errors import EnvError
 from guimem.registry import default_registry
 from guimem.settings import GuimemSettings
@@ -131,6 +131,14 @@ def plant_for(attack: Attack, obs: Observation) -> Plant:
                  text_bounds=text_bounds, at=at)
 
 
+def _with_plant(obs: Observation, plant: Plant) -> Observation:
+    """``obs`` with ``plant``'s elements inserted at their places."""
+    elements = list(obs.elements)
+    for at, el in sorted(plant.elements(), key=lambda p: -p[0]):
+        elements.insert(min(at, len(elements)), el)
+    return obs.model_copy(update={"elements": tuple(elements)})
+
+
 @dataclass
 class PoisonedEnv:
     """Any env with an attacker's content planted into every observation.
@@ -198,19 +206,26 @@ class PoisonedEnv:
         obs = self.inner.reset(task)
         if any(is_planted(el.ref) for el in obs.elements):
             raise EnvError(f"{self.inner.name} uses refs from {PLANT_BASE} up, which planted elements need")
-        self._plant = plant_for(self.fixed or attack_for(task.id, self.phrasings, self.rotation), obs)
+        self._plant = plant_for(self._attack_for(task), obs)
         self.events = []
         self._steps = 0
         self._last = obs
         return self._planted(obs)
 
+    def expected_start(self, task: Task) -> tuple[Task, Observation] | None:
+        """The wrapped env's guess when it makes one (`ForeseeingStart`), with the attack the reset will plant
+        (drawn from the task asked and the first screen); None otherwise."""
+        guess = self.inner.expected_start(task) if isinstance(self.inner, ForeseeingStart) else None
+        if guess is None or any(is_planted(el.ref) for el in guess[1].elements):
+            return None
+        started, obs = guess
+        return started, _with_plant(obs, plant_for(self._attack_for(task), obs))
+
+    def _attack_for(self, task: Task) -> Attack:
+        return self.fixed or attack_for(task.id, self.phrasings, self.rotation)
+
     def _planted(self, obs: Observation) -> Observation:
-        if self._plant is None:
-            return obs
-        elements = list(obs.elements)
-        for at, el in sorted(self._plant.elements(), key=lambda p: -p[0]):
-            elements.insert(min(at, len(elements)), el)
-        return obs.model_copy(update={"elements": tuple(elements)})
+        return obs if self._plant is None else _with_plant(obs, self._plant)
 
     def step(self, action: Action) -> Transition:
         """An action on a planted element is recorded and answered here; any other goes to the wrapped env."""
