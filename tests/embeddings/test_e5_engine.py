@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -87,6 +88,21 @@ def test_a_batch_equals_one_text_at_a_time(fast):
     one = np.stack([fast.query([t])[0] for t in TEXTS])
     assert np.allclose(batch, one, atol=1e-6)
     assert np.allclose(np.linalg.norm(batch, axis=1), 1.0, atol=1e-5)
+
+
+def test_the_vectors_do_not_depend_on_the_thread_count(fast):
+    """Each thread runs a pass for its own tokens and waits for the others once per layer: a missing wait or
+    a row written by two threads would make the vectors depend on how many threads split the work."""
+    texts = [*TEXTS, "a b", "ok", "click-test | button ONE"]
+    outs = []
+    try:
+        for threads in (1, 2, 3, 5):
+            fast._lib.e5_set_threads(threads)
+            outs.append((fast.passage(texts), np.concatenate([fast.query([t]) for t in texts])))
+    finally:
+        fast._lib.e5_set_threads(os.cpu_count() or 1)
+    for batch, single in outs[1:]:
+        assert np.array_equal(batch, outs[0][0]) and np.array_equal(single, outs[0][1])
 
 
 def test_hostile_texts_embed(fast):

@@ -20,10 +20,11 @@
  * variation (mean cosine >= 0.99995, a one-token text >= 0.9998; see
  * tests/embeddings/test_e5_engine.py).
  *
- * Parallelism: OpenMP. Single-text calls parallelize across matrix rows /
- * attention heads (low latency). Batch calls parallelize across texts, and
- * because nested parallelism is capped to one active level the inner matmuls
- * then run serially -> one thread per text -> maximum throughput.
+ * Parallelism: OpenMP, one parallel region per forward pass. Each thread
+ * runs every step for its own range of tokens, so the threads wait for each
+ * other once per layer (attention reads every token of a text), not at
+ * every matrix product: with threads that sleep while they wait (guimem sets
+ * OMP_WAIT_POLICY=PASSIVE) each wait costs a wake-up.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,12 +114,11 @@ static inline float hsum256(__m256 v) {
 }
 #endif
 
-/* Quantize activations X[L,nin] to per-block int8 (Q8_0). */
-static void quantize_acts(const float *RESTRICT X, int L, int nin,
+/* Quantize activations X[t, nin], tokens tb .. te-1, to per-block int8 (Q8_0). */
+static void quantize_acts(const float *RESTRICT X, int tb, int te, int nin,
                           int8_t *RESTRICT q, float *RESTRICT d, int32_t *RESTRICT s) {
     int nb = nin / QK;
-#pragma omp parallel for schedule(static) if (!omp_in_parallel())
-    for (int t = 0; t < L; t++) {
+    for (int t = tb; t < te; t++) {
         for (int b = 0; b < nb; b++) {
             const float *x = X + (size_t)t * nin + b * QK;
             int8_t *qq = q + ((size_t)t * nb + b) * QK;
@@ -277,16 +277,15 @@ groups_tile(const qmat *M, const float *bias, int g0, int gn, int t0, int tn,
         }
 }
 
-/* Y[L,nout] = X * W^T + bias, X already quantized (aq, ad, as); threads split the row groups. */
+/* Y[t, nout] = X * W^T + bias for tokens tb .. te-1, X already quantized (aq, ad, as). */
 static void matmul_qx(const qmat *M, const float *bias,
                       const int8_t *aq, const float *ad, const int32_t *as,
-                      float *Y, int L) {
+                      float *Y, int tb, int te) {
     int ng = M->nout / 8;
-#pragma omp parallel for schedule(static) if (!omp_in_parallel())
     for (int g = 0; g < ng; g += 2) {
         int gn = ng - g < 2 ? 1 : 2;
-        for (int t0 = 0; t0 < L; t0 += 2) {
-            int tn = L - t0 < 2 ? 1 : 2;
+        for (int t0 = tb; t0 < te; t0 += 2) {
+            int tn = te - t0 < 2 ? 1 : 2;
             if (gn == 2 && tn == 2) groups_tile(M, bias, g, 2, t0, 2, aq, ad, as, Y);
             else groups_tile(M, bias, g, gn, t0, tn, aq, ad, as, Y);
         }
@@ -372,16 +371,15 @@ rows_tile(const qmat *M, int pg, int pn, int t0, int tn,
 #endif
 }
 
-/* Y[L,nout] = X * W^T + bias, X already quantized (aq, ad, as); threads split the rows. */
+/* Y[t, nout] = X * W^T + bias for tokens tb .. te-1, X already quantized (aq, ad, as). */
 static void matmul_qx(const qmat *M, const float *bias,
                       const int8_t *aq, const float *ad, const int32_t *as,
-                      float *Y, int L) {
+                      float *Y, int tb, int te) {
     int nout = M->nout, np = nout / 2;
-#pragma omp parallel for schedule(static) if (!omp_in_parallel())
     for (int pg = 0; pg < np; pg += PG) {
         int pn = np - pg < PG ? np - pg : PG;
-        for (int t0 = 0; t0 < L; t0 += TT) {
-            int tn = L - t0 < TT ? L - t0 : TT;
+        for (int t0 = tb; t0 < te; t0 += TT) {
+            int tn = te - t0 < TT ? te - t0 : TT;
             float acc[TT][2 * PG];
             if (pn == PG && tn == TT) rows_tile(M, pg, PG, t0, TT, aq, ad, as, acc);
             else rows_tile(M, pg, pn, t0, tn, aq, ad, as, acc);
@@ -397,11 +395,10 @@ static void matmul_qx(const qmat *M, const float *bias,
 #undef TT
 #undef PG
 
-/* x[L,H] = layernorm(x + y).  If y==NULL, layernorm(x) in place. */
+/* x[t,H] = layernorm(x + y) for tokens tb .. te-1.  If y==NULL, layernorm(x) in place. */
 static void add_layernorm(float *x, const float *y, const float *w,
-                          const float *b, int L, int H, float eps) {
-#pragma omp parallel for schedule(static) if (!omp_in_parallel())
-    for (int t = 0; t < L; t++) {
+                          const float *b, int tb, int te, int H, float eps) {
+    for (int t = tb; t < te; t++) {
         float *r = x + (size_t)t * H;
         const float *yy = y ? y + (size_t)t * H : NULL;
         float mean = 0.f;
@@ -679,77 +676,100 @@ static int forward_batch(e5_model *m, const int *ids, const int *pos,
     size_t TH = (size_t)T * H;
     float *x   = (float *)malloc(TH * sizeof(float));
     float *q   = (float *)malloc(TH * sizeof(float));
-    float *k   = (float *)malloc(TH * sizeof(float));
-    float *v   = (float *)malloc(TH * sizeof(float));
+    float *kv  = (float *)malloc(4 * TH * sizeof(float));   /* k and v, two of each: see below */
     float *ctx = (float *)malloc(TH * sizeof(float));
     float *ao  = (float *)malloc(TH * sizeof(float));
     float *mid = (float *)malloc((size_t)T * FF * sizeof(float));
     float *fo  = (float *)malloc(TH * sizeof(float));
-    int nbmax = FF / QK;
-    int8_t  *aq = (int8_t *)malloc((size_t)T * FF);
-    float   *ad = (float *)malloc((size_t)T * nbmax * sizeof(float));
-    int32_t *as = (int32_t *)malloc((size_t)T * nbmax * sizeof(int32_t));
-#define QUANT(X, NIN) quantize_acts((X), T, (NIN), aq, ad, as)
-#define MAT(W, B, Y, NOUT, NIN) matmul_qx(&(W), (B), aq, ad, as, (Y), T)
-
-    /* embeddings: word + position + token_type(0), then LayerNorm */
-#pragma omp parallel for schedule(static)
-    for (int t = 0; t < T; t++) {
-        deq_row(m->word + (size_t)ids[t] * m->nb_word, H, x + (size_t)t * H);
-        const float *pp = m->pos + (size_t)pos[t] * H;
-        float *r = x + (size_t)t * H;
-        for (int i = 0; i < H; i++) r[i] += pp[i] + m->type[i];
+    int nbH = H / QK, nbF = FF / QK;
+    /* activations quantized H wide (attention's and the FFN's inputs) and FF wide (the FFN's middle) apart:
+     * a thread's rows at one width must not overlap another thread's at the other */
+    int8_t  *aqH = (int8_t *)malloc(TH), *aqF = (int8_t *)malloc((size_t)T * FF);
+    float   *adH = (float *)malloc((size_t)T * nbH * sizeof(float)), *adF = (float *)malloc((size_t)T * nbF * sizeof(float));
+    int32_t *asH = (int32_t *)malloc((size_t)T * nbH * sizeof(int32_t)),
+            *asF = (int32_t *)malloc((size_t)T * nbF * sizeof(int32_t));
+    int maxt = 1;
+#ifdef _OPENMP
+    maxt = omp_get_max_threads();
+#endif
+    float *probs = (float *)malloc(sizeof(float) * (size_t)m->MAXP * (size_t)maxt);  /* attention, per thread */
+    if (!x || !q || !kv || !ctx || !ao || !mid || !fo || !aqH || !aqF || !adH || !adF || !asH || !asF || !probs) {
+        free(x); free(q); free(kv); free(ctx); free(ao); free(mid); free(fo);
+        free(aqH); free(aqF); free(adH); free(adF); free(asH); free(asF); free(probs);
+        return -1;
     }
-    add_layernorm(x, NULL, m->eln_w, m->eln_b, T, H, m->eps);
-
+#define QUANT_H(X) quantize_acts((X), tb, te, H, aqH, adH, asH)
+#define MAT_H(W, B, Y) matmul_qx(&(W), (B), aqH, adH, asH, (Y), tb, te)
     float scale = 1.f / sqrtf((float)hd);
-    for (int l = 0; l < m->NL; l++) {
-        layer_t *ly = &m->layers[l];
-        QUANT(x, H);                       /* Q/K/V share the same input */
-        MAT(ly->mq, ly->qb, q, H, H);
-        MAT(ly->mk, ly->kb, k, H, H);
-        MAT(ly->mv, ly->vb, v, H, H);
-        /* scaled dot-product attention, restricted to each text's own tokens */
+
+    /* Each thread runs every step for its own tokens (a contiguous, even-aligned range), so only attention,
+     * which reads every token of a text, waits for the others: one barrier per layer, after k and v are
+     * written. k and v alternate between two buffers by layer, so a thread writing layer l+1's never
+     * overwrites what another still reads for layer l (it has passed layer l+1's barrier, which no thread
+     * passes before finishing layer l's attention). */
 #pragma omp parallel
-        {
-            float *prob = (float *)malloc(sizeof(float) * (size_t)m->MAXP);
-#pragma omp for collapse(2) schedule(static)
-            for (int t = 0; t < T; t++)
-                for (int h = 0; h < NH; h++) {
+    {
+        int nt = 1, tid = 0;
+#ifdef _OPENMP
+        nt = omp_get_num_threads(); tid = omp_get_thread_num();
+#endif
+        /* even boundaries (tiles of 2 tokens), each the nearest to an equal share */
+        int tb = (int)(((long)T * tid / nt + 1) & ~1L);
+        int te = tid == nt - 1 ? T : (int)(((long)T * (tid + 1) / nt + 1) & ~1L);
+        float *prob = probs + (size_t)m->MAXP * (size_t)tid;
+
+        /* embeddings: word + position + token_type(0), then LayerNorm */
+        for (int t = tb; t < te; t++) {
+            deq_row(m->word + (size_t)ids[t] * m->nb_word, H, x + (size_t)t * H);
+            const float *pp = m->pos + (size_t)pos[t] * H;
+            float *r = x + (size_t)t * H;
+            for (int i = 0; i < H; i++) r[i] += pp[i] + m->type[i];
+        }
+        add_layernorm(x, NULL, m->eln_w, m->eln_b, tb, te, H, m->eps);
+
+        for (int l = 0; l < m->NL; l++) {
+            layer_t *ly = &m->layers[l];
+            float *k = kv + (size_t)(l & 1) * 2 * TH, *v = k + TH;
+            QUANT_H(x);                        /* Q/K/V share the same input */
+            MAT_H(ly->mq, ly->qb, q);
+            MAT_H(ly->mk, ly->kb, k);
+            MAT_H(ly->mv, ly->vb, v);
+#pragma omp barrier
+            /* scaled dot-product attention, restricted to each text's own tokens */
+            for (int t = tb; t < te; t++)
+                for (int h = 0; h < NH; h++)
                     attend(q + (size_t)t * H + h * hd, k + h * hd, v + h * hd, H, hd, sstart[t], send[t],
                            scale, prob, ctx + (size_t)t * H + h * hd);
-                }
-            free(prob);
-        }
-        QUANT(ctx, H); MAT(ly->mao, ly->aob, ao, H, H);
-        add_layernorm(x, ao, ly->aln_w, ly->aln_b, T, H, m->eps);   /* x = LN(x+attn) */
+            QUANT_H(ctx); MAT_H(ly->mao, ly->aob, ao);
+            add_layernorm(x, ao, ly->aln_w, ly->aln_b, tb, te, H, m->eps);   /* x = LN(x+attn) */
 
-        QUANT(x, H); MAT(ly->mfi, ly->fib, mid, FF, H);
-#pragma omp parallel for schedule(static)
-        for (size_t i = 0; i < (size_t)T * FF; i++) mid[i] = gelu(mid[i]);
-        QUANT(mid, FF); MAT(ly->mfo, ly->fob, fo, H, FF);
-        add_layernorm(x, fo, ly->oln_w, ly->oln_b, T, H, m->eps);   /* x = LN(x+ffn) */
+            QUANT_H(x); MAT_H(ly->mfi, ly->fib, mid);
+            for (size_t i = (size_t)tb * FF; i < (size_t)te * FF; i++) mid[i] = gelu(mid[i]);
+            quantize_acts(mid, tb, te, FF, aqF, adF, asF);
+            matmul_qx(&ly->mfo, ly->fob, aqF, adF, asF, fo, tb, te);
+            add_layernorm(x, fo, ly->oln_w, ly->oln_b, tb, te, H, m->eps);   /* x = LN(x+ffn) */
+        }
+#pragma omp barrier
+        /* mean pool each segment (raw; L2-normalization happens in embed_n) */
+#pragma omp for schedule(static)
+        for (int sgi = 0; sgi < nseg; sgi++) {
+            float *o = out + (size_t)sgi * H;
+            for (int i = 0; i < H; i++) o[i] = 0.f;
+            int a = segoff[sgi], b = segoff[sgi + 1];
+            for (int t = a; t < b; t++) {
+                const float *r = x + (size_t)t * H;
+                for (int i = 0; i < H; i++) o[i] += r[i];
+            }
+            float invL = 1.f / (float)(b - a);
+            for (int i = 0; i < H; i++) o[i] *= invL;
+        }
     }
 
-    /* mean pool each segment (raw; L2-normalization happens in embed_n) */
-#pragma omp parallel for schedule(static)
-    for (int sgi = 0; sgi < nseg; sgi++) {
-        float *o = out + (size_t)sgi * H;
-        for (int i = 0; i < H; i++) o[i] = 0.f;
-        int a = segoff[sgi], b = segoff[sgi + 1];
-        for (int t = a; t < b; t++) {
-            const float *r = x + (size_t)t * H;
-            for (int i = 0; i < H; i++) o[i] += r[i];
-        }
-        float invL = 1.f / (float)(b - a);
-        for (int i = 0; i < H; i++) o[i] *= invL;
-    }
-
-    free(x); free(q); free(k); free(v); free(ctx); free(ao); free(mid); free(fo);
-    free(aq); free(ad); free(as);
+    free(x); free(q); free(kv); free(ctx); free(ao); free(mid); free(fo);
+    free(aqH); free(aqF); free(adH); free(adF); free(asH); free(asF); free(probs);
     return 0;
-#undef QUANT
-#undef MAT
+#undef QUANT_H
+#undef MAT_H
 }
 
 /* Soft cap on tokens processed per forward pass, so that arbitrarily long
@@ -983,7 +1003,7 @@ static e5_model *e5_parse(const uint8_t *base, size_t size, void *map, size_t ma
     free(dir);
 
 #ifdef _OPENMP
-    omp_set_max_active_levels(1);   /* batch parallel -> inner matmuls serial */
+    omp_set_max_active_levels(1);   /* a caller's own parallel region runs the pass on one thread */
 #endif
     return m;
 }
