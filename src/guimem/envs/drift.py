@@ -228,6 +228,11 @@ def _uses_notice_refs(obs: Observation) -> bool:
     return any(el.ref.isdigit() and NOTICE_BASE <= int(el.ref) < NOTICE_BASE + 10 for el in obs.elements)
 
 
+def _opens_notice(rw: Rewrite | None) -> bool:
+    """Does a reset at this rewrite's version open its notice over the page?"""
+    return rw is not None and "interstitial" in rw.kinds
+
+
 def _show(obs: Observation, rw: Rewrite | None, notice_open: bool) -> Observation:
     """``obs`` as a version shows it: rewritten by ``rw`` (None: unchanged), under its notice while open."""
     if rw is None:
@@ -296,7 +301,7 @@ class DriftEnv:
         if _uses_notice_refs(obs):
             raise EnvError(f"{self.inner.name} uses refs from {NOTICE_BASE} up, which the drift notice needs")
         self._rewrite = self._rewrite_of(self.inner.task)
-        self.notice_open = self._rewrite is not None and "interstitial" in self._rewrite.kinds
+        self.notice_open = _opens_notice(self._rewrite)
         self._last = obs
         return self._shown(obs)
 
@@ -309,7 +314,7 @@ class DriftEnv:
             return None
         started, obs = guess
         rw = self._rewrite_of(started)
-        return started, _show(obs, rw, rw is not None and "interstitial" in rw.kinds)
+        return started, _show(obs, rw, _opens_notice(rw))
 
     def _rewrite_of(self, task: Task) -> Rewrite | None:
         kinds = kinds_of(self.version) if self.kinds is None else self.kinds
@@ -317,6 +322,7 @@ class DriftEnv:
 
     def _shown(self, obs: Observation) -> Observation:
         return _show(obs, self._rewrite, self.notice_open)
+
     def step(self, action: Action) -> Transition:
         """While the notice is open only its dismissal acts (any other action is refused, as a covered
         page would); afterwards every action goes to the wrapped env by its ref."""

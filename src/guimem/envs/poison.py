@@ -131,6 +131,10 @@ def plant_for(attack: Attack, obs: Observation) -> Plant:
                  text_bounds=text_bounds, at=at)
 
 
+def _uses_plant_refs(obs: Observation) -> bool:
+    return any(is_planted(el.ref) for el in obs.elements)
+
+
 def _with_plant(obs: Observation, plant: Plant) -> Observation:
     """``obs`` with ``plant``'s elements inserted at their places."""
     elements = list(obs.elements)
@@ -204,7 +208,7 @@ class PoisonedEnv:
             EnvError: The wrapped env uses refs in the planted range.
         """
         obs = self.inner.reset(task)
-        if any(is_planted(el.ref) for el in obs.elements):
+        if _uses_plant_refs(obs):
             raise EnvError(f"{self.inner.name} uses refs from {PLANT_BASE} up, which planted elements need")
         self._plant = plant_for(self._attack_for(task), obs)
         self.events = []
@@ -216,7 +220,7 @@ class PoisonedEnv:
         """The wrapped env's guess when it makes one (`ForeseeingStart`), with the attack the reset will plant
         (drawn from the task asked and the first screen); None otherwise."""
         guess = self.inner.expected_start(task) if isinstance(self.inner, ForeseeingStart) else None
-        if guess is None or any(is_planted(el.ref) for el in guess[1].elements):
+        if guess is None or _uses_plant_refs(guess[1]):
             return None
         started, obs = guess
         return started, _with_plant(obs, plant_for(self._attack_for(task), obs))
