@@ -156,15 +156,14 @@ def test_a_freshly_opened_page_shows_the_controls_its_style_sheets_draw_from_its
 @pytest.mark.parametrize("task_id", ["click-collapsible-2", "use-autocomplete", "click-tab-2", "enter-text"])
 def test_a_preview_changes_nothing_the_step_returns_and_often_is_the_settled_screen(env, task_id, monkeypatch):
     from guimem.agents.explorer import ExplorerPolicy
-    from guimem.envs.base import show_preview
-    from guimem.envs.miniwob import _SNAPSHOT_JS, _observation
     from guimem.harness.episode import run_episode
     from guimem.types import Task, screen_signature
 
-    def always(self) -> None:  # the env skips a preview whose snapshot took over half the settle wait (15 ms),
-        # which a loaded machine's can: here every step previews, so the rule cannot decide whether one is checked
+    def always(self, settled) -> None:  # the env skips a preview whose snapshot took over half the settle wait
+        # (15 ms), which a loaded machine's can: here every step previews, so the rule cannot decide whether one is
+        # checked
         if self._preview is not None:
-            show_preview(self._preview, _observation(self._js(_SNAPSHOT_JS, True)))
+            self._preview_when_quiet(self._preview, settled)
 
     monkeypatch.setattr(type(env), "_show_preview", always)
 
@@ -214,3 +213,61 @@ def test_a_preview_leaves_the_pages_refs_alone_and_foresees_the_ones_it_will_giv
     assert [e.model_dump(exclude={"bounds"}) for e in preview.elements] == \
         [e.model_dump(exclude={"bounds"}) for e in settled.elements]
     assert same_screen(preview, settled)
+
+
+
+# a button whose click changes its text 15 times, 2 ms apart: what a widget's redraw does after the click returned
+_LATE_BUTTON_JS = """
+var b = document.createElement('button');
+b.textContent = 'later';
+b.onclick = function () {
+  var n = 0;
+  (function next() { b.textContent = 'changed ' + 'abcdefghijklmno'[n++]; if (n < 15) setTimeout(next, 2); })();
+};
+document.getElementById('area').appendChild(b);
+"""
+
+
+@pytest.mark.parametrize("quiet_ms", [0.0, 20.0])
+def test_a_preview_waits_for_the_changes_an_action_makes_after_its_script_returned(env, monkeypatch, quiet_ms):
+    """A click whose handler goes on changing the page for ~30 ms (timers, as widgets' redraws do): the preview
+    waits for the page to go quiet, so it shows the screen the step returns; without the wait (quiet 0 ms, the
+    old preview at the start of the settle wait) it showed a screen before the last change. A long settle wait
+    here, so that a loaded machine's late timers cannot decide the outcome."""
+    from guimem.envs import miniwob as mw
+    from guimem.types import screen_signature
+
+    monkeypatch.setattr(mw, "QUIET_MS", quiet_ms)
+    monkeypatch.setattr(env.settings, "step_wait_ms", 300)
+    env.reset(task("enter-text", 7))
+    env._js(_LATE_BUTTON_JS)
+    button = next(e for e in env._observe().elements if e.text == "later")
+    previews: list = []
+    env._snapshot_ms = 0.0  # the rule that skips a preview after a slow snapshot is not what is checked here
+    env.preview_to(previews.append)
+    try:
+        step = env.step(Action(kind=ActionKind.TAP, ref=button.ref))
+    finally:
+        env.preview_to(None)
+    assert any(e.text == "changed o" for e in step.observation.elements)
+    assert len(previews) == 1
+    assert (screen_signature(previews[0]) == screen_signature(step.observation)) is (quiet_ms > 0)
+
+
+def test_a_page_that_never_goes_quiet_is_previewed_before_the_settled_snapshot_all_the_same(env, monkeypatch):
+    """The wait for quiet is bounded by the settle wait: a page changing every ms is still previewed, once, and
+    the step returns (an unbounded wait would end in the script timeout, an `EnvError`)."""
+    env.reset(task("enter-text", 8))
+    env._js("window.__busy = setInterval(function () { document.body.dataset.tick = Date.now(); }, 1);")
+    box = next(e for e in env._observe().elements if e.role is Role.TEXTBOX)
+    order: list[str] = []
+    observe = type(env)._observe
+    monkeypatch.setattr(type(env), "_observe", lambda self: order.append("settled") or observe(self))
+    env._snapshot_ms = 0.0
+    env.preview_to(lambda o: order.append("preview"))
+    try:
+        env.step(Action(kind=ActionKind.TAP, ref=box.ref))
+    finally:
+        env.preview_to(None)
+        env._js("clearInterval(window.__busy);")
+    assert order == ["preview", "settled"]
