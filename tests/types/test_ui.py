@@ -103,3 +103,34 @@ def test_binding_nothing_to_fill_is_the_same_selector_and_filling_is_a_new_one()
     assert tap.bind({"x": "y"}) is tap
     typed = Action(kind=ActionKind.TYPE, selector=plain, text="{x}").bind({"x": "y"})
     assert typed.text == "y" and typed.selector is plain
+
+
+def test_same_screen_is_the_equality_of_app_location_and_every_field_of_every_element():
+    """same_screen compares plain values (fast); it says what comparing the models says, for a change of any one
+    field of any element (its bounds' too), of the app, the location or the element count."""
+    from guimem.types import Bounds, Observation, Role, UIElement
+    from guimem.types.ui import same_screen
+
+    def screen(**changes: object) -> Observation:
+        els = [UIElement(ref=str(i), role=Role.BUTTON, text=f"b{i}", label="l", resource_id="r", value=None,
+                         bounds=Bounds(x=1, y=2, w=3, h=4), clickable=True, checked=None, container="c")
+               for i in range(3)]
+        which = changes.pop("element", None)
+        if which is not None:
+            els[1] = els[1].model_copy(update=changes)
+            changes = {}
+        return Observation(app=str(changes.pop("app", "a")), location=str(changes.pop("location", "/")),
+                           elements=tuple(els[: int(changes.pop("count", 3))]))  # type: ignore[call-overload]
+
+    base = screen()
+    assert same_screen(base, screen()) and same_screen(base, base)
+    other = {"ref": "9", "role": Role.LINK, "text": "x", "label": "y", "resource_id": "z", "value": "v",
+             "bounds": Bounds(x=1, y=2, w=3, h=5), "clickable": False, "editable": True, "checked": False,
+             "focused": True, "enabled": False, "container": "d"}
+    assert set(other) == set(UIElement.model_fields)  # every field is checked
+    for field, value in other.items():
+        changed = screen(element=1, **{field: value})
+        assert (base.elements == changed.elements) is False
+        assert not same_screen(base, changed), field
+    for field, value in {"app": "b", "location": "/x", "count": 2}.items():
+        assert not same_screen(base, screen(**{field: value})), field

@@ -6,7 +6,8 @@ import re
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from enum import StrEnum
-from typing import TypeVar
+from operator import attrgetter
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -103,8 +104,12 @@ class Observation(BaseModel):
 
 def same_screen(a: Observation, b: Observation) -> bool:
     """Do two observations show the same screen: the same app, location and elements (when they were taken and
-    their screenshot files aside)? What memory reads of a screen is then the same."""
-    return a is b or (a.app == b.app and a.location == b.location and a.elements == b.elements)
+    their screenshot files aside)? What memory reads of a screen is then the same.
+
+    Compared as plain values (`screen_key`, kept for the last few screens): elements compared as models take
+    about 2 µs each in Python, and a recall taken ahead compares the settled screen with the preview on the
+    agent's time."""
+    return a is b or screen_key(a) == screen_key(b)
 
 
 def normalise_text(text: str) -> str:
@@ -136,6 +141,20 @@ def _normalised(observation: Observation) -> tuple[tuple[str, str, str], ...]:
     return kept_for_screen(_NORMALISED, id(observation), observation, _NORMALISED_KEPT, lambda: tuple(
         (normalise_text(el.text), normalise_text(el.label), normalise_text(el.resource_id))
         for el in observation.elements))
+
+
+_PLAIN = tuple(name for name in UIElement.model_fields if name != "bounds")
+_plain = attrgetter(*_PLAIN)
+_SCREEN_KEYS: OrderedDict[int, tuple[Observation, tuple[Any, ...]]] = OrderedDict()
+_SCREEN_KEYS_KEPT = 8
+
+
+def screen_key(observation: Observation) -> tuple[Any, ...]:
+    """What `same_screen` compares (app, location, each element's fields with its bounds'), as plain values; kept
+    for the last few screens, so that working it out ahead (for a preview) saves it later."""
+    return kept_for_screen(_SCREEN_KEYS, id(observation), observation, _SCREEN_KEYS_KEPT, lambda: (
+        observation.app, observation.location,
+        tuple((_plain(el), tuple(el.bounds.__dict__.values())) for el in observation.elements)))
 
 
 def kept_for_screen(table: OrderedDict[K, tuple[Observation, V]], key: K, observation: Observation, kept: int,
