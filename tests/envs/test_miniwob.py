@@ -235,7 +235,7 @@ def test_a_preview_waits_for_the_changes_an_action_makes_after_its_script_return
     old preview at the start of the settle wait) it showed a screen before the last change. A long settle wait
     here, so that a loaded machine's late timers cannot decide the outcome."""
     from guimem.envs import miniwob as mw
-    from guimem.types import screen_signature
+    from guimem.types import screen_signature, ui
 
     monkeypatch.setattr(mw, "QUIET_MS", quiet_ms)
     monkeypatch.setattr(env.settings, "step_wait_ms", 300)
@@ -252,6 +252,8 @@ def test_a_preview_waits_for_the_changes_an_action_makes_after_its_script_return
     assert any(e.text == "changed o" for e in step.observation.elements)
     assert len(previews) == 1
     assert (screen_signature(previews[0]) == screen_signature(step.observation)) is (quiet_ms > 0)
+    # both read over DevTools as the same text when the screen is the same: same_screen compares the texts
+    assert (ui.noted_source(previews[0]) == ui.noted_source(step.observation) is not None) is (quiet_ms > 0)
 
 
 def test_a_page_that_never_goes_quiet_is_previewed_before_the_settled_snapshot_all_the_same(env, monkeypatch):

@@ -134,3 +134,49 @@ def test_same_screen_is_the_equality_of_app_location_and_every_field_of_every_el
         assert not same_screen(base, changed), field
     for field, value in {"app": "b", "location": "/x", "count": 2}.items():
         assert not same_screen(base, screen(**{field: value})), field
+
+
+def test_screens_noted_with_the_same_source_text_are_the_same_without_comparing_elements(monkeypatch):
+    """An env notes the text it parsed each screen from (`note_source`): the same text is the same screen (with the
+    same app and location) at the cost of comparing two strings; another text, or a copy, is compared in full."""
+    from guimem.types import Observation, Role, UIElement, ui
+
+    def screen(text: str, app: str = "a") -> Observation:
+        return Observation(app=app, location="/", elements=(UIElement(ref="1", role=Role.BUTTON, text=text),))
+
+    a, b = screen("x"), screen("x")
+    ui.note_source(a, '{"elements": ["x"]}')
+    ui.note_source(b, '{"elements": ["x"]}')
+    calls: list[Observation] = []
+    monkeypatch.setattr(ui, "screen_key", lambda o: calls.append(o) or ui._plain)  # noted texts decide alone
+    assert ui.same_screen(a, b) and not calls
+    other_app = screen("x", app="b")
+    ui.note_source(other_app, '{"elements": ["x"]}')
+    assert not ui.same_screen(a, other_app)  # the app and location are not in the text
+    monkeypatch.undo()
+    c = screen("x")
+    ui.note_source(c, '{"elements": ["x"], "done": true}')  # another text, the same elements: compared in full
+    assert ui.same_screen(a, c)
+    changed = a.model_copy(update={"elements": (UIElement(ref="1", role=Role.BUTTON, text="y"),)})
+    assert not ui.same_screen(a, changed)  # a copy has no source of its own
+
+
+def test_a_remembered_start_keeps_its_source_text_however_many_screens_were_noted_since():
+    """`StartMemo` keeps a reset's source text with its screen and notes it again when it gives the guess: the
+    first step's recall compares the reset's screen with the guess by text, even after many other screens."""
+    from guimem.envs.base import StartMemo
+    from guimem.types import Observation, Role, Task, UIElement, ui
+
+    def screen(text: str) -> Observation:
+        return Observation(app="a", location="/", elements=(UIElement(ref="1", role=Role.BUTTON, text=text),))
+
+    task = Task(id="t", goal="g", app="a", seed=1)
+    start = screen("start")
+    ui.note_source(start, "start-text")
+    memo = StartMemo()
+    memo.remember(task, task, start)
+    for i in range(50):  # later screens of the episode push it out of the noted texts
+        ui.note_source(screen(str(i)), f"text {i}")
+    assert ui.noted_source(start) is None
+    guess = memo.expected(task)
+    assert guess is not None and guess[1] is start and ui.noted_source(start) == "start-text"

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from guimem.types import Action, ActionError, Observation, Outcome, Task
+from guimem.types.ui import note_source, noted_source
 
 log = logging.getLogger(__name__)
 
@@ -110,12 +111,19 @@ class StartMemo:
     def __init__(self, size: int = 512, elements: int = 50_000) -> None:
         self.size = size
         self.elements = elements
-        self._starts: OrderedDict[str, tuple[Task, Observation]] = OrderedDict()
+        self._starts: OrderedDict[str, tuple[Task, Observation, str | None]] = OrderedDict()
         self._held = 0
 
     def expected(self, task: Task) -> tuple[Task, Observation] | None:
-        """The task and observation the last reset with ``task`` (every field the same) returned, or None."""
-        return self._starts.get(task.model_dump_json())
+        """The task and observation the last reset with ``task`` (every field the same) returned, or None; the
+        observation's source text noted again (`note_source`), so that recall compares the reset's screen with it
+        by text however many screens were noted since."""
+        found = self._starts.get(task.model_dump_json())
+        if found is None:
+            return None
+        if found[2] is not None:
+            note_source(found[1], found[2])
+        return found[0], found[1]
 
     def remember(self, asked: Task, started: Task, observation: Observation) -> None:
         """Keep what a reset with ``asked`` returned."""
@@ -123,7 +131,7 @@ class StartMemo:
         self._forget(key)
         if len(observation.elements) > self.elements:
             return
-        self._starts[key] = (started, observation)
+        self._starts[key] = (started, observation, noted_source(observation))
         self._held += len(observation.elements)
         while len(self._starts) > self.size or self._held > self.elements:
             self._forget(next(iter(self._starts)))

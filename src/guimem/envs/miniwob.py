@@ -38,6 +38,7 @@ from guimem.types import (
     UIElement,
     page_view,
 )
+from guimem.types.ui import note_source
 
 log = logging.getLogger(__name__)
 
@@ -207,6 +208,10 @@ class MiniWoBEnv:
     def _page_js(self, expression: str, await_promise: bool = False) -> Any:
         """The value of ``expression`` (a JSON text, or a promise of one) in the page, parsed, over the browser's
         DevTools (`DevToolsPage`): the snapshots, several ms faster a step than through WebDriver."""
+        return self._page_text(expression, await_promise)[1]
+
+    def _page_text(self, expression: str, await_promise: bool = False) -> tuple[str, Any]:
+        """`_page_js`'s JSON text and its value."""
         driver = self.driver
         if self._devtools is None or self._devtools[0] is not self._browser:
             if self._devtools is not None:
@@ -217,8 +222,10 @@ class MiniWoBEnv:
             assert self._browser is not None  # `driver` started it
             self._devtools = (self._browser, DevToolsPage(address, driver.current_window_handle))
         text = self._devtools[1].evaluate(expression, await_promise)
+        if not isinstance(text, str):
+            return "", None
         try:
-            return json.loads(text) if isinstance(text, str) else None
+            return text, json.loads(text)
         except ValueError as exc:
             raise EnvError(f"the page's answer is not JSON: {exc}") from exc
 
@@ -297,13 +304,17 @@ class MiniWoBEnv:
         has returned (a handler's timer, a widget's redraw), and a preview taken before it is of another screen."""
         budget_ms = (settled - time.perf_counter()) * 1000 - self._snapshot_ms - PREVIEW_MARGIN_MS
         wait = f"{_QUIET_PREVIEW_FN}({float(QUIET_MS)!r}, {max(0.0, budget_ms)!r})"
-        snapshot = self._page_js(wait, await_promise=True)
+        text, snapshot = self._page_text(wait, await_promise=True)
         if isinstance(snapshot, dict):  # else the page lost its watch (reloaded): no preview this step
-            show_preview(callback, _observation(snapshot))
+            preview = _observation(snapshot)
+            note_source(preview, text)  # the settled screen's text is compared with it, not its elements
+            show_preview(callback, preview)
 
     def _observe(self) -> Observation:
         started = time.perf_counter()
-        self._snapshot = self._page_js(_SNAPSHOT_SETTLED)
+        text, self._snapshot = self._page_text(_SNAPSHOT_SETTLED)
+        if not isinstance(self._snapshot, dict):
+            raise EnvError("the page's snapshot is not an object")
         self._snapshot_ms = (time.perf_counter() - started) * 1000
         shot = None
         if self.screenshots_dir is not None:
@@ -312,7 +323,9 @@ class MiniWoBEnv:
             self.driver.save_screenshot(str(path))
             shot = str(path)
         self._obs_count += 1
-        return _observation(self._snapshot, shot)
+        observation = _observation(self._snapshot, shot)
+        note_source(observation, text)
+        return observation
 
     def step(self, action: Action) -> Transition:
         """Perform a UI action; failures come back as `ActionError` (a dead browser raises `EnvError`)."""
