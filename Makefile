@@ -14,7 +14,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # (installed without their recommends)
 DESKTOP_PACKAGES := xvfb dbus-daemon at-spi2-core gir1.2-atspi-2.0 xdotool mousepad galculator gedit \
 	libgirepository1.0-dev libcairo2-dev pkg-config
-APT_PACKAGES := chromium chromium-driver postgresql gcc
+APT_PACKAGES := chromium chromium-driver postgresql gcc qemu-user
 DEMO_OUT ?= runs/demo
 
 .PHONY: setup system-packages test lint types imports unit demo bench clean

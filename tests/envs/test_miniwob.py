@@ -273,3 +273,33 @@ def test_a_page_that_never_goes_quiet_is_previewed_before_the_settled_snapshot_a
         env.preview_to(None)
         env._js("clearInterval(window.__busy);")
     assert order == ["preview", "settled"]
+
+
+def test_a_preview_that_fails_is_left_out_and_the_step_goes_on(env, monkeypatch):
+    """A preview is only a head start: when its script fails (the page navigated while it waited, say) the step
+    returns the settled screen as without previews; a page that reloaded itself gets its watch again at reset."""
+    from guimem.errors import EnvError
+
+    env.reset(task("enter-text", 9))
+    env._js("location.reload();")
+    env._wait_for("return typeof core !== 'undefined' && !!document.getElementById('sync-task-cover');")
+    assert env._js("return !window.__guimemQuiet;")  # the reload dropped the watch
+    obs = env.reset(task("enter-text", 9))
+    assert env._js("return !!window.__guimemQuiet;")  # the reset put it back
+    box = next(e for e in obs.elements if e.role is Role.TEXTBOX)
+    page_text = type(env)._page_text
+
+    def failing(self, expression, await_promise=False):
+        if await_promise:
+            raise EnvError("browser script failed: Inspected target navigated or closed")
+        return page_text(self, expression, await_promise)
+
+    monkeypatch.setattr(type(env), "_page_text", failing)
+    previews: list = []
+    env._snapshot_ms = 0.0
+    env.preview_to(previews.append)
+    try:
+        step = env.step(Action(kind=ActionKind.TAP, ref=box.ref))
+    finally:
+        env.preview_to(None)
+    assert step.error is None and step.observation.elements and previews == []

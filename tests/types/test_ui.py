@@ -180,3 +180,5 @@ def test_a_remembered_start_keeps_its_source_text_however_many_screens_were_note
     assert ui.noted_source(start) is None
     guess = memo.expected(task)
     assert guess is not None and guess[1] is start and ui.noted_source(start) == "start-text"
+    ui.note_source(screen("the reset's"), "the reset's text")  # the reset's own screen, noted next
+    assert ui.noted_source(start) == "start-text"  # the guess was noted last: it is not the one forgotten

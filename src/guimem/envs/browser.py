@@ -113,7 +113,8 @@ def launch_chrome(settings: BrowserSettings, window: tuple[int, int] = (500, 400
 
 
 DEVTOOLS_MAX_BYTES = 32 * 1024 * 1024
-"""The largest reply `DevToolsPage` parses (a page's answer is page text)."""
+"""The largest reply `DevToolsPage` parses, in characters (a page's answer is page text; the socket has read it
+by then, as WebDriver's would have)."""
 
 
 class DevToolsPage:
@@ -132,6 +133,7 @@ class DevToolsPage:
     """
 
     def __init__(self, address: str, target: str, timeout_s: float = 30.0) -> None:
+        import http.client
         import json
         import urllib.request
 
@@ -145,17 +147,20 @@ class DevToolsPage:
         base = f"127.0.0.1:{int(port)}"
         self.timeout_s = timeout_s
         self._next = 0
+        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never through a proxy
         try:
-            with urllib.request.urlopen(f"http://{base}/json/list", timeout=timeout_s) as reply:
+            with direct.open(f"http://{base}/json/list", timeout=timeout_s) as reply:
                 pages = json.loads(reply.read(DEVTOOLS_MAX_BYTES))
             url = next(p["webSocketDebuggerUrl"] for p in pages if isinstance(p, dict) and p.get("id") == target)
-            if not str(url).startswith(f"ws://{base}/"):
+            if not isinstance(url, str) or not url.startswith(f"ws://{base}/"):
                 raise EnvError(f"the page's DevTools socket is not on loopback: {url!r}")
             self._ws = websocket.create_connection(url, timeout=timeout_s, suppress_origin=True,
+                                                  http_no_proxy=["127.0.0.1"],
                                                   skip_utf8_validation=True)  # json.loads decodes it
         except StopIteration:
             raise EnvError(f"the browser has no page {target!r} (it was closed?)") from None
-        except (OSError, ValueError, KeyError, websocket.WebSocketException) as exc:
+        except (OSError, ValueError, KeyError, TypeError, http.client.HTTPException,
+                websocket.WebSocketException) as exc:
             raise EnvError(f"the browser's DevTools do not answer at {base}: {exc}") from exc
 
     def evaluate(self, expression: str, await_promise: bool = False) -> Any:
@@ -183,14 +188,17 @@ class DevToolsPage:
                     break
         except (OSError, ValueError, websocket.WebSocketException) as exc:
             raise EnvError(f"the browser's DevTools connection failed: {exc}") from exc
-        if "error" in reply:
-            raise EnvError(f"browser script failed: {str(reply['error'].get('message', reply['error']))[:500]}")
-        result = reply.get("result", {})
-        if "exceptionDetails" in result:
-            details = result["exceptionDetails"]
-            message = details.get("exception", {}).get("description") or details.get("text", "an exception")
-            raise EnvError(f"browser script failed: {str(message)[:500]}")
-        return result.get("result", {}).get("value")
+        try:
+            if "error" in reply:
+                raise EnvError(f"browser script failed: {str(reply['error'].get('message', reply['error']))[:500]}")
+            result = reply.get("result", {})
+            if "exceptionDetails" in result:
+                details = result["exceptionDetails"]
+                message = details.get("exception", {}).get("description") or details.get("text", "an exception")
+                raise EnvError(f"browser script failed: {str(message)[:500]}")
+            return result.get("result", {}).get("value")
+        except (AttributeError, TypeError) as exc:  # a reply of another shape
+            raise EnvError(f"the browser's DevTools answered something unexpected: {exc}") from exc
 
     def close(self) -> None:
         """Close the connection (the browser and its page stay; idempotent)."""

@@ -155,6 +155,7 @@ class MiniWoBEnv:
         self._obs_count = 0
         self._preview: Preview | None = None
         self._snapshot_ms = 0.0
+        self._preview_ms = 0.0
         self._starts = StartMemo()
         self._html = miniwob_html_dir()
         self._devtools: tuple[Browser, DevToolsPage] | None = None
@@ -241,7 +242,6 @@ class MiniWoBEnv:
             self.driver.get(page.as_uri())
             self._wait_for("return typeof core !== 'undefined' && !!document.getElementById('sync-task-cover');")
             self._preload_images()
-            self._js(_QUIET_WATCH_JS)
             self._page = task_id
 
     def _preload_images(self, timeout_s: float = 3.0) -> None:
@@ -271,6 +271,7 @@ class MiniWoBEnv:
         self._js("if (WOB_DONE_GLOBAL === false && core.EP_TIMER !== null) { core.endEpisode(0); }")
         self._js(f"Math.seedrandom({task.seed!r}); core.setDataMode('train');")
         self._js("core.EPISODE_MAX_TIME = 1e9; core.startEpisodeReal();")
+        self._page_js(_QUIET_WATCH_JS)  # every reset: a page that reloaded itself has lost it
         self._wait_for("return WOB_TASK_READY;")
         goal, params = extract_fields(task.id, self._js("return core.getUtterance();"))
         self._task = task.model_copy(update={"goal": goal, "params": params, "app": "miniwob"})
@@ -302,13 +303,23 @@ class MiniWoBEnv:
         transition for `QUIET_MS`), or at the last moment a preview still ends before ``settled`` (when the
         settled snapshot starts, `time.perf_counter`): an action's effect often lands after the action's script
         has returned (a handler's timer, a widget's redraw), and a preview taken before it is of another screen."""
-        budget_ms = (settled - time.perf_counter()) * 1000 - self._snapshot_ms - PREVIEW_MARGIN_MS
+        # what a preview takes once the page is quiet: a snapshot (as the last settled one took), the work here
+        # after it (parsing, the callback: as the last preview's took), and a margin for the page's timers
+        cost_ms = self._snapshot_ms + self._preview_ms + PREVIEW_MARGIN_MS
+        budget_ms = (settled - time.perf_counter()) * 1000 - cost_ms
         wait = f"{_QUIET_PREVIEW_FN}({float(QUIET_MS)!r}, {max(0.0, budget_ms)!r})"
-        text, snapshot = self._page_text(wait, await_promise=True)
+        try:
+            text, snapshot = self._page_text(wait, await_promise=True)
+        except EnvError as exc:  # the page navigated meanwhile, say: a preview is only a head start; the settled
+            # snapshot reports a browser that is really gone
+            log.warning("no preview this step: %s", exc)
+            return
+        read = time.perf_counter()
         if isinstance(snapshot, dict):  # else the page lost its watch (reloaded): no preview this step
             preview = _observation(snapshot)
             note_source(preview, text)  # the settled screen's text is compared with it, not its elements
             show_preview(callback, preview)
+        self._preview_ms = (time.perf_counter() - read) * 1000
 
     def _observe(self) -> Observation:
         started = time.perf_counter()
@@ -416,8 +427,8 @@ class MiniWoBEnv:
 _SNAPSHOT_JS = (Path(__file__).with_name("miniwob_snapshot.js")).read_text(encoding="utf-8")
 QUIET_MS = 4.0
 """A page with no change for this long after an action is taken to have settled, for the preview."""
-PREVIEW_MARGIN_MS = 2.0
-"""What a preview leaves free before the settled snapshot, beyond the time a snapshot last took."""
+PREVIEW_MARGIN_MS = 4.0
+"""What a preview leaves free before the settled snapshot, beyond the time a snapshot or preview last took."""
 # The time of the page's last change, kept by the page itself: a DOM change, and what changes a snapshot without
 # one (a field's value, a scroll, the focus, a CSS transition or animation). Watching changes nothing in the page.
 _QUIET_WATCH_JS = """
@@ -444,7 +455,7 @@ _QUIET_PREVIEW_FN = """
   return new Promise(function (done) {
     (function check() {
       var now = performance.now(), idle = now - q.last, left = budget - (now - start);
-      if (idle >= quiet || left <= 0) {
+      if (idle >= quiet || left <= 4) {  // a nested timer may fire 4 ms late: none that could overrun
         done(JSON.stringify(SNAPSHOT.call(null, true)));
         return;
       }

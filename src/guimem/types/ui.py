@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from contextlib import suppress
 from enum import StrEnum
 from operator import attrgetter
 from typing import Any, TypeVar
@@ -171,7 +172,15 @@ def note_source(observation: Observation, text: str) -> None:
     the text alone): `same_screen` then tells two such screens apart by their texts (and app and location), a
     few µs, where comparing their elements takes 1–5 µs an element. Texts that differ say nothing (the elements
     are compared). Only the object given has its source: a copy (``model_copy``) is compared in full."""
-    kept_for_screen(_SOURCES, id(observation), observation, _SOURCES_KEPT, lambda: text)
+    key = id(observation)
+    _SOURCES[key] = (observation, text)
+    with suppress(KeyError):  # another thread trimmed it meanwhile
+        _SOURCES.move_to_end(key)  # the most recently noted is the last forgotten
+    while len(_SOURCES) > _SOURCES_KEPT:
+        try:
+            _SOURCES.popitem(last=False)
+        except KeyError:  # another thread emptied it first
+            break
 
 
 def noted_source(observation: Observation) -> str | None:
