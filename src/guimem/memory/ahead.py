@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from guimem.types import Observation, Task
-from guimem.types.ui import same_screen, screen_key
+from guimem.types.ui import noted_source, same_screen, screen_key
 from guimem.vectors import Hit, VectorIndex
 
 log = logging.getLogger(__name__)
@@ -93,7 +93,8 @@ class RecallAhead:
                 changes = self._changes
                 answer = recall()
                 self._recalled = (changes, key, observation, answer)
-            screen_key(observation)  # what `recalled` compares, worked out now rather than on the agent's time
+            if noted_source(observation) is None:  # else `recalled` compares the texts the env noted
+                screen_key(observation)  # what `recalled` compares, worked out now rather than on the agent's time
         except Exception as exc:  # recall runs again itself
             log.warning("recalling ahead failed (recall runs itself): %s", exc)
 

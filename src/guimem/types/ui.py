@@ -107,9 +107,9 @@ def same_screen(a: Observation, b: Observation) -> bool:
     """Do two observations show the same screen: the same app, location and elements (when they were taken and
     their screenshot files aside)? What memory reads of a screen is then the same.
 
-    Compared as plain values (`screen_key`, kept for the last few screens): elements compared as models take
-    about 2 µs each in Python, and a recall taken ahead compares the settled screen with the preview on the
-    agent's time."""
+    A recall taken ahead compares the settled screen with the preview on the agent's time, where elements compared
+    as models take about 2 µs each: two screens an env noted the same source text of (`note_source`) are the same
+    at once, and the rest are compared as plain values (`screen_key`, kept for the last few screens)."""
     if a is b:
         return True
     if a.app != b.app or a.location != b.location:
@@ -156,11 +156,10 @@ _SCREEN_KEYS_KEPT = 8
 
 
 def screen_key(observation: Observation) -> tuple[Any, ...]:
-    """What `same_screen` compares (app, location, each element's fields with its bounds'), as plain values; kept
-    for the last few screens, so that working it out ahead (for a preview) saves it later."""
-    return kept_for_screen(_SCREEN_KEYS, id(observation), observation, _SCREEN_KEYS_KEPT, lambda: (
-        observation.app, observation.location,
-        tuple((_plain(el), tuple(el.bounds.__dict__.values())) for el in observation.elements)))
+    """What `same_screen` compares of the elements (each one's fields with its bounds'), as plain values; kept for
+    the last few screens, so that working it out ahead (for a preview) saves it later."""
+    return kept_for_screen(_SCREEN_KEYS, id(observation), observation, _SCREEN_KEYS_KEPT, lambda: tuple(
+        (_plain(el), tuple(el.bounds.__dict__.values())) for el in observation.elements))
 
 
 _SOURCES: OrderedDict[int, tuple[Observation, str]] = OrderedDict()
@@ -172,15 +171,7 @@ def note_source(observation: Observation, text: str) -> None:
     the text alone): `same_screen` then tells two such screens apart by their texts (and app and location), a
     few µs, where comparing their elements takes 1–5 µs an element. Texts that differ say nothing (the elements
     are compared). Only the object given has its source: a copy (``model_copy``) is compared in full."""
-    key = id(observation)
-    _SOURCES[key] = (observation, text)
-    with suppress(KeyError):  # another thread trimmed it meanwhile
-        _SOURCES.move_to_end(key)  # the most recently noted is the last forgotten
-    while len(_SOURCES) > _SOURCES_KEPT:
-        try:
-            _SOURCES.popitem(last=False)
-        except KeyError:  # another thread emptied it first
-            break
+    _keep(_SOURCES, id(observation), (observation, text), _SOURCES_KEPT)  # noted again: the last forgotten
 
 
 def noted_source(observation: Observation) -> str | None:
@@ -198,13 +189,20 @@ def kept_for_screen(table: OrderedDict[K, tuple[Observation, V]], key: K, observ
     if found is not None and found[0] is observation:
         return found[1]
     value = compute()
-    table[key] = (observation, value)
+    _keep(table, key, (observation, value), kept)
+    return value
+
+
+def _keep(table: OrderedDict[K, tuple[Observation, V]], key: K, entry: tuple[Observation, V], kept: int) -> None:
+    """Put ``entry`` in ``table`` as its newest, and forget the oldest beyond ``kept`` (safe between threads)."""
+    table[key] = entry
+    with suppress(KeyError):  # another thread trimmed it meanwhile
+        table.move_to_end(key)
     while len(table) > kept:
         try:
             table.popitem(last=False)
         except KeyError:  # another thread emptied it first
             break
-    return value
 
 
 def _reported(el: UIElement) -> bool:
