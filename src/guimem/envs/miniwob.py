@@ -270,7 +270,7 @@ class MiniWoBEnv:
         self._open(task.id)
         self._js("if (WOB_DONE_GLOBAL === false && core.EP_TIMER !== null) { core.endEpisode(0); }")
         self._js(f"Math.seedrandom({task.seed!r}); core.setDataMode('train');")
-        self._js("core.EPISODE_MAX_TIME = 1e9; core.startEpisodeReal();")
+        self._js(_FRESH_START_JS)
         self._page_js(_QUIET_WATCH_JS)  # every reset: a page that reloaded itself has lost it
         self._wait_for("return WOB_TASK_READY;")
         goal, params = extract_fields(task.id, self._js("return core.getUtterance();"))
@@ -425,6 +425,23 @@ class MiniWoBEnv:
 
 
 _SNAPSHOT_JS = (Path(__file__).with_name("miniwob_snapshot.js")).read_text(encoding="utf-8")
+
+# A new episode that starts as it would on a freshly opened page, whatever the last episode did on it: nothing
+# focused (an element the last episode focused keeps its focus across MiniWoB++'s own reset), no widget open (a press
+# outside them all closes a date picker or menu, and the fade it closes with is finished at once), and every element
+# numbered anew (an element that outlived the last episode keeps the ref the last snapshot gave it, numbered under
+# the next episode's id once that one ended, while the new ones count from 1 again). A seeded page then starts on
+# the same screen, refs included (`MiniWoBEnv.expected_start` relies on it, and so does a reproduced episode).
+_FRESH_START_JS = """
+if (document.activeElement && document.activeElement !== document.body) { document.activeElement.blur(); }
+document.body.dispatchEvent(new MouseEvent('mousedown', {bubbles: true}));
+if (window.jQuery) { window.jQuery(':animated').finish(); }
+core.EPISODE_MAX_TIME = 1e9;
+core.startEpisodeReal();
+document.querySelectorAll('[data-wob_ref]').forEach(function (el) {
+  delete el.dataset.wob_ref; delete el.dataset.wob_eps;
+});
+"""
 QUIET_MS = 4.0
 """A page with no change for this long after an action is taken to have settled, for the preview."""
 PREVIEW_MARGIN_MS = 4.0
