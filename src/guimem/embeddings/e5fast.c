@@ -491,20 +491,60 @@ static inline void attend(const float *RESTRICT qh, const float *RESTRICT k, con
     if (hd == 32) {  /* e5-small's heads: four vectors per row */
         __m256 q0 = _mm256_loadu_ps(qh), q1 = _mm256_loadu_ps(qh + 8),
                q2 = _mm256_loadu_ps(qh + 16), q3 = _mm256_loadu_ps(qh + 24);
-        for (int s = s0; s < s1; s++) {
-            const float *kh = k + (size_t)s * H;
+        const __m256 vscale = _mm256_set1_ps(scale);
+        __m256 vmx = _mm256_set1_ps(-1e30f);
+        int n = s1 - s0, j = 0;
+        /* eight keys at a time: eight dot products, summed across in one vector (two rounds of hadd, then the
+         * halves), so the scores and their maximum are vectors, not one horizontal sum per key */
+        for (; j + 8 <= n; j += 8) {
+            __m256 d[8];
+            for (int u = 0; u < 8; u++) {
+                const float *kh = k + (size_t)(s0 + j + u) * H;
+                __m256 a = _mm256_mul_ps(q0, _mm256_loadu_ps(kh));
+                a = _mm256_fmadd_ps(q1, _mm256_loadu_ps(kh + 8), a);
+                a = _mm256_fmadd_ps(q2, _mm256_loadu_ps(kh + 16), a);
+                d[u] = _mm256_fmadd_ps(q3, _mm256_loadu_ps(kh + 24), a);
+            }
+            __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(d[0], d[1]), _mm256_hadd_ps(d[2], d[3]));
+            __m256 t1 = _mm256_hadd_ps(_mm256_hadd_ps(d[4], d[5]), _mm256_hadd_ps(d[6], d[7]));
+            __m256 r = _mm256_mul_ps(_mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20),
+                                                   _mm256_permute2f128_ps(t0, t1, 0x31)), vscale);
+            _mm256_storeu_ps(prob + j, r);
+            vmx = _mm256_max_ps(vmx, r);
+        }
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmx), _mm256_extractf128_ps(vmx, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        mx = _mm_cvtss_f32(_mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1)));
+        for (; j < n; j++) {
+            const float *kh = k + (size_t)(s0 + j) * H;
             __m256 a = _mm256_mul_ps(q0, _mm256_loadu_ps(kh));
             a = _mm256_fmadd_ps(q1, _mm256_loadu_ps(kh + 8), a);
             a = _mm256_fmadd_ps(q2, _mm256_loadu_ps(kh + 16), a);
             a = _mm256_fmadd_ps(q3, _mm256_loadu_ps(kh + 24), a);
-            float d = hsum256(a) * scale;
-            prob[s - s0] = d; if (d > mx) mx = d;
+            float dd = hsum256(a) * scale;
+            prob[j] = dd; if (dd > mx) mx = dd;
         }
+        /* a plain loop over the scores, so that the compiler calls the vector expf (libmvec) */
         float sum = 0.f;
-        for (int s = s0; s < s1; s++) { float e = expf(prob[s - s0] - mx); prob[s - s0] = e; sum += e; }
-        __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
+        for (int i = 0; i < n; i++) prob[i] = expf(prob[i] - mx);
+        for (int i = 0; i < n; i++) sum += prob[i];
+        /* two keys at a time into two sets of sums: eight independent chains of fmadd */
+        __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, e0 = c0, e1 = c0, e2 = c0, e3 = c0;
         float inv = 1.f / sum;
-        for (int s = s0; s < s1; s++) {
+        int s = s0;
+        for (; s + 2 <= s1; s += 2) {
+            const float *vh = v + (size_t)s * H, *vg = vh + H;
+            __m256 p = _mm256_set1_ps(prob[s - s0] * inv), o = _mm256_set1_ps(prob[s + 1 - s0] * inv);
+            c0 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vh), c0);
+            c1 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vh + 8), c1);
+            c2 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vh + 16), c2);
+            c3 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vh + 24), c3);
+            e0 = _mm256_fmadd_ps(o, _mm256_loadu_ps(vg), e0);
+            e1 = _mm256_fmadd_ps(o, _mm256_loadu_ps(vg + 8), e1);
+            e2 = _mm256_fmadd_ps(o, _mm256_loadu_ps(vg + 16), e2);
+            e3 = _mm256_fmadd_ps(o, _mm256_loadu_ps(vg + 24), e3);
+        }
+        if (s < s1) {
             const float *vh = v + (size_t)s * H;
             __m256 p = _mm256_set1_ps(prob[s - s0] * inv);
             c0 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vh), c0);
@@ -512,6 +552,7 @@ static inline void attend(const float *RESTRICT qh, const float *RESTRICT k, con
             c2 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vh + 16), c2);
             c3 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vh + 24), c3);
         }
+        c0 = _mm256_add_ps(c0, e0); c1 = _mm256_add_ps(c1, e1); c2 = _mm256_add_ps(c2, e2); c3 = _mm256_add_ps(c3, e3);
         _mm256_storeu_ps(ch, c0); _mm256_storeu_ps(ch + 8, c1);
         _mm256_storeu_ps(ch + 16, c2); _mm256_storeu_ps(ch + 24, c3);
         return;
