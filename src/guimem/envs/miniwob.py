@@ -294,8 +294,11 @@ class MiniWoBEnv:
         self._preview = callback
 
     def _show_preview(self, settled: float) -> None:
-        # a snapshot that takes more than half the settle wait would push the settled one later: no preview
-        if self._preview is not None and self._snapshot_ms <= self.settings.step_wait_ms / 2:
+        # a preview that cannot end before the settled snapshot starts (a snapshot as long as the last one, the work
+        # after it as long as the last preview's, the margin) would push that one later: none this step. A long
+        # snapshot (a date picker's 48 elements on a busy machine: 18 ms of a 30 ms wait) still leaves room for one.
+        if self._preview is not None and (self._snapshot_ms + self._preview_ms + PREVIEW_MARGIN_MS
+                                          <= (settled - time.perf_counter()) * 1000):
             self._preview_when_quiet(self._preview, settled)
 
     def _preview_when_quiet(self, callback: Preview, settled: float) -> None:
