@@ -132,3 +132,15 @@ def test_the_llm_client_gives_up_within_its_total_time_budget():
         with pytest.raises(LLMError, match="HTTP 503"):
             client.chat([text_message("user", "x")])
         assert time.monotonic() - start < 2.0 and len(server.requests) < 6
+
+
+def test_the_preflight_loads_memorys_embedding_model_unless_no_method_embeds(tmp_path):
+    """The first step's recall does not wait for the model to load (e5: about 0.1 s); the baseline alone loads none."""
+    for methods, loads in ((["none", "graph"], True), (["none"], False)):
+        bench = jobs.Workbench(spec(methods=methods), RunDir(tmp_path / methods[-1]), settings())
+        try:
+            said = bench.preflight()
+            assert any("embedder" in line for line in said) is loads, said
+            assert (bench._embedder is not None) is loads
+        finally:
+            bench.close()

@@ -128,7 +128,8 @@ class Workbench:
         return memory
 
     def preflight(self) -> list[str]:
-        """Start the env and check the policy's endpoint before any episode (what each checked).
+        """Start the env, check the policy's endpoint and load memory's embedding model before any episode (what
+        each checked).
 
         Raises:
             GuimemError: A part cannot work (browser missing, model endpoint down), with the fix.
@@ -140,6 +141,10 @@ class Workbench:
         for part in parts:
             if isinstance(part, Preflight):
                 checked.append(part.preflight())
+        if any(method != "none" for method in self.spec.methods):  # memory embeds screens: its model loads now,
+            # not in the first step's recall (e5: about 0.1 s of the agent's time)
+            self.embedder.embed(["warm up"])
+            checked.append(f"embedder {self.embedder.name} loaded")
         return checked
 
     def run(self, job: EpisodeJob, fresh_memory: bool = False) -> tuple[EpisodeResult, Trajectory]:
