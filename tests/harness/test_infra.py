@@ -134,13 +134,25 @@ def test_the_llm_client_gives_up_within_its_total_time_budget():
         assert time.monotonic() - start < 2.0 and len(server.requests) < 6
 
 
-def test_the_preflight_loads_memorys_embedding_model_unless_no_method_embeds(tmp_path):
+def test_the_preflight_loads_memorys_embedding_model_unless_no_method_embeds(tmp_path, monkeypatch):
     """The first step's recall does not wait for the model to load (e5: about 0.1 s); the baseline alone loads none."""
+    from guimem.embeddings import create_embedder
+
+    embedded: list[str] = []
+
+    def counted(embedder_settings):
+        made = create_embedder(embedder_settings)
+        inner = made.embed
+        made.embed = lambda texts, *args, **kw: (embedded.extend(texts), inner(texts, *args, **kw))[1]
+        return made
+
+    monkeypatch.setattr(jobs, "create_embedder", counted)
     for methods, loads in ((["none", "graph"], True), (["none"], False)):
+        embedded.clear()
         bench = jobs.Workbench(spec(methods=methods), RunDir(tmp_path / methods[-1]), settings())
         try:
             said = bench.preflight()
             assert any("embedder" in line for line in said) is loads, said
-            assert (bench._embedder is not None) is loads
+            assert bool(embedded) is loads, embedded
         finally:
             bench.close()

@@ -269,8 +269,7 @@ class MiniWoBEnv:
     def _reset(self, task: Task) -> Observation:
         self._open(task.id)
         self._js("if (WOB_DONE_GLOBAL === false && core.EP_TIMER !== null) { core.endEpisode(0); }")
-        self._js(f"Math.seedrandom({task.seed!r}); core.setDataMode('train');")
-        self._js(_FRESH_START_JS)
+        self._js(_FRESH_START_JS, task.seed)  # seeded after what the last episode left is cleared
         self._page_js(_QUIET_WATCH_JS)  # every reset: a page that reloaded itself has lost it
         self._wait_for("return WOB_TASK_READY;")
         goal, params = extract_fields(task.id, self._js("return core.getUtterance();"))
@@ -297,9 +296,13 @@ class MiniWoBEnv:
         # a preview that cannot end before the settled snapshot starts (a snapshot as long as the last one, the work
         # after it as long as the last preview's, the margin) would push that one later: none this step. A long
         # snapshot (a date picker's 48 elements on a busy machine: 18 ms of a 30 ms wait) still leaves room for one.
-        if self._preview is not None and (self._snapshot_ms + self._preview_ms + PREVIEW_MARGIN_MS
-                                          <= (settled - time.perf_counter()) * 1000):
+        if self._preview is None:
+            return
+        if self._snapshot_ms + self._preview_ms + PREVIEW_MARGIN_MS <= (settled - time.perf_counter()) * 1000:
             self._preview_when_quiet(self._preview, settled)
+        else:  # a preview's own time is measured only when one runs: halved at each skip, one slow preview (a
+            # pause) does not keep them off for good
+            self._preview_ms /= 2
 
     def _preview_when_quiet(self, callback: Preview, settled: float) -> None:
         """Preview once the page has gone quiet after the action (no DOM change, input, scroll, focus move or
@@ -427,42 +430,19 @@ class MiniWoBEnv:
         self._page = None
 
 
-_SNAPSHOT_JS = (Path(__file__).with_name("miniwob_snapshot.js")).read_text(encoding="utf-8")
+def _script(name: str) -> str:
+    return Path(__file__).with_name(name).read_text(encoding="utf-8")
 
-# A new episode that starts as it would on a freshly opened page, whatever the last episode did on it: nothing
-# focused (an element the last episode focused keeps its focus across MiniWoB++'s own reset), no widget open (a press
-# outside them all closes a date picker or menu, and the fade it closes with is finished at once), and every element
-# numbered anew (an element that outlived the last episode keeps the ref the last snapshot gave it, numbered under
-# the next episode's id once that one ended, while the new ones count from 1 again). A seeded page then starts on
-# the same screen, refs included (`MiniWoBEnv.expected_start` relies on it, and so does a reproduced episode).
-_FRESH_START_JS = """
-if (document.activeElement && document.activeElement !== document.body) { document.activeElement.blur(); }
-document.body.dispatchEvent(new MouseEvent('mousedown', {bubbles: true}));
-if (window.jQuery) { window.jQuery(':animated').finish(); }
-core.EPISODE_MAX_TIME = 1e9;
-core.startEpisodeReal();
-document.querySelectorAll('[data-wob_ref]').forEach(function (el) {
-  delete el.dataset.wob_ref; delete el.dataset.wob_eps;
-});
-"""
+
+_SNAPSHOT_JS = _script("miniwob_snapshot.js")
+_FRESH_START_JS = _script("miniwob_fresh_start.js")  # a seeded episode that starts as on a freshly opened page
+_QUIET_WATCH_JS = _script("miniwob_quiet_watch.js")  # the time of the page's last change, kept by the page
+_PRELOAD_JS = _script("miniwob_preload.js")  # every image the style sheets name, loaded and decoded
+
 QUIET_MS = 4.0
 """A page with no change for this long after an action is taken to have settled, for the preview."""
 PREVIEW_MARGIN_MS = 4.0
 """What a preview leaves free before the settled snapshot, beyond the time a snapshot or preview last took."""
-# The time of the page's last change, kept by the page itself: a DOM change, and what changes a snapshot without
-# one (a field's value, a scroll, the focus, a CSS transition or animation). Watching changes nothing in the page.
-_QUIET_WATCH_JS = """
-if (!window.__guimemQuiet) {
-  var q = window.__guimemQuiet = {last: performance.now()};
-  var bump = function () { q.last = performance.now(); };
-  new MutationObserver(bump).observe(document.documentElement,
-                                     {subtree: true, childList: true, attributes: true, characterData: true});
-  ['input', 'change', 'scroll', 'focusin', 'focusout', 'transitionrun', 'transitionend', 'transitioncancel',
-   'animationstart', 'animationend', 'animationcancel'].forEach(function (type) {
-    window.addEventListener(type, bump, {capture: true, passive: true});
-  });
-}
-"""
 # The snapshot script as a function (its first argument says a preview), for expressions (`MiniWoBEnv._page_js`)
 _SNAPSHOT_FN = "(function () {\n" + _SNAPSHOT_JS + "\n})"
 _SNAPSHOT_SETTLED = "JSON.stringify(" + _SNAPSHOT_FN + ".call(null, false))"  # text: 2x faster than by value
@@ -483,23 +463,3 @@ _QUIET_PREVIEW_FN = """
     })();
   });
 })""".replace("SNAPSHOT", _SNAPSHOT_FN)
-_PRELOAD_JS = """
-const urls = new Set();
-for (const sheet of Array.from(document.styleSheets)) {
-  let rules = [];
-  try { rules = Array.from(sheet.cssRules || []); } catch (e) { continue; }  // another origin's sheet
-  for (const rule of rules) {
-    for (const m of (rule.cssText || '').matchAll(/url\\(["']?([^"')]+)["']?\\)/g)) {
-      try { urls.add(new URL(m[1], sheet.href || document.baseURI).href); } catch (e) {}
-    }
-  }
-}
-window.__guimemPreload = urls.size;
-window.__guimemImages = [];
-for (const url of urls) {
-  const img = new Image();
-  window.__guimemImages.push(img);
-  img.src = url;
-  img.decode().catch(() => null).finally(() => { window.__guimemPreload -= 1; });
-}
-"""

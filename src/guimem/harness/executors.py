@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
 
+from guimem.errors import GuimemError
 from guimem.harness.jobs import EpisodeJob, Workbench
 from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir
 from guimem.processes import adopt_orphans, orphans_adopted, stop_descendants
@@ -93,6 +94,10 @@ def _init_worker(spec_json: str, run_path: str, settings_json: str, store_url: s
     _BENCH = Workbench(EvalSpec.model_validate_json(spec_json), RunDir(Path(run_path)),
                        GuimemSettings.model_validate_json(settings_json), store_url)
     util.Finalize(None, _close_bench, exitpriority=100)  # a normal worker exit closes the browser too
+    try:  # its own model, loaded before its first episode (a worker runs no preflight)
+        _BENCH.warm()
+    except GuimemError as exc:  # the first recall that needs it reports the failure where it happens
+        log.warning("worker could not load memory's embedding model ahead: %s", exc)
 
 
 def _work(job: EpisodeJob) -> tuple[str, str]:

@@ -128,11 +128,12 @@ class Workbench:
         return memory
 
     def preflight(self) -> list[str]:
-        """Start the env, check the policy's endpoint and load memory's embedding model before any episode (what
-        each checked).
+        """Start the env, check the policy's endpoint and load memory's embedding model (`warm`) before any episode
+        (what each checked).
 
         Raises:
-            GuimemError: A part cannot work (browser missing, model endpoint down), with the fix.
+            GuimemError: A part cannot work (browser missing, model endpoint down, an embedder that does not answer),
+                with the fix.
         """
         checked = []
         parts: list[object] = [self.env, self.policy]
@@ -141,11 +142,21 @@ class Workbench:
         for part in parts:
             if isinstance(part, Preflight):
                 checked.append(part.preflight())
-        if any(method != "none" for method in self.spec.methods):  # memory embeds screens: its model loads now,
-            # not in the first step's recall (e5: about 0.1 s of the agent's time)
-            self.embedder.embed(["warm up"])
-            checked.append(f"embedder {self.embedder.name} loaded")
+        warmed = self.warm()
+        if warmed:
+            checked.append(warmed)
         return checked
+
+    def warm(self) -> str | None:
+        """Load memory's embedding model now, unless only the baseline runs, so that the first step's recall does not
+        wait for it (e5: about 0.1 s of the agent's time); what was loaded, or None.
+
+        Raises:
+            GuimemError: The embedder cannot work (a remote one that does not answer, a missing model)."""
+        if all(method == "none" for method in self.spec.methods):
+            return None
+        self.embedder.embed(["warm up"])
+        return f"embedder {self.embedder.name} loaded"
 
     def run(self, job: EpisodeJob, fresh_memory: bool = False) -> tuple[EpisodeResult, Trajectory]:
         """Run one job (an env the infrastructure failed is closed, so the next job starts a new one)."""
