@@ -4,6 +4,7 @@ stale or corrupt cache is rebuilt from the store with the same recall; cache fil
 from __future__ import annotations
 
 import dataclasses
+import re
 import shutil
 from pathlib import Path
 
@@ -605,3 +606,34 @@ def test_an_entry_replaced_while_another_worker_opens_it_still_opens(kit, tmp_pa
     assert set(b._names.values()) == set(b._index._keys), "index and names from one entry"
     b.refresh()
     assert sum(b.stats().values()) == sum(a.stats().values())
+
+
+def test_a_stack_first_open_that_embeds_says_how_far_it_got_and_a_cached_one_says_nothing(kit, tmp_path, monkeypatch,
+                                                                                           caplog):
+    """#34: a first open of a million items embeds for hours; at INFO (`guimem -v`) it says, now and then, how many
+    items it read and texts it embedded and at what rate. An open that finds every text saved embeds nothing and
+    says nothing."""
+    import logging
+
+    import guimem.memory.stack as stack_module
+    from guimem.memory.stack import StackMemory
+    from guimem.memory.view import ItemView
+
+    learned = StackMemory(_cached(kit, tmp_path / "learned"))
+    for r in range(2):
+        trajs = [episode([USER, PASS, LOGIN], seed=10 * r + 1, memory=learned, round_index=r, slot=0),
+                 episode([USER, CANCEL], seed=10 * r + 2, memory=learned, round_index=r, slot=1)]
+        learned.commit_round(r, trajs)
+    stream = ItemView.stream
+    monkeypatch.setattr(ItemView, "stream", lambda self, statuses=None, chunk=500: stream(self, statuses, chunk=1))
+    monkeypatch.setattr(stack_module, "PROGRESS_S", 0.0)
+    cache = tmp_path / "fresh"
+    with caplog.at_level(logging.INFO, logger="guimem.memory.stack"):
+        StackMemory(dataclasses.replace(kit, cache_dir=cache))
+    said = [r.getMessage() for r in caplog.records if "texts embedded" in r.getMessage()]
+    assert said, "a first open that embeds says how far it got"
+    assert re.search(r"\d+ items read, [1-9]\d* item texts embedded \(\d+\.\d texts/s\)", said[-1]), said[-1]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="guimem.memory.stack"):
+        StackMemory(dataclasses.replace(kit, cache_dir=cache))
+    assert not [r for r in caplog.records if "texts embedded" in r.getMessage()], "nothing embedded, nothing said"

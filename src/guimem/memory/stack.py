@@ -79,6 +79,9 @@ log = logging.getLogger(__name__)
 CHECKPOINT_TEXTS = 16_384
 """New text vectors before a long embedding saves them (`StackMemory._checkpoint`): about 4 minutes of e5 here."""
 CHECKPOINT_S = 900.0
+PROGRESS_S = 60.0
+"""How often a long embedding of item texts (a first open without the index cache) says how far it got, at INFO
+(`guimem -v`): a first open of a million items embeds for hours."""
 
 
 def failed_text(behaviour: Behaviour, effect: str) -> str:
@@ -116,6 +119,25 @@ class _Screen:
             held = self.held.get(text_key(text, EmbedRole.QUERY))
             self._vec = held if held is not None else self.kit.embed_text(text, EmbedRole.QUERY)
         return self._vec
+
+
+class _Progress:
+    """How far a long embedding of item texts got: items read and texts embedded since the memory opened, said
+    every `PROGRESS_S` while texts are being embedded (a first open that finds them all saved says nothing)."""
+
+    def __init__(self, held: int) -> None:
+        self.held, self.items = held, 0
+        self.began = self.said = time.monotonic()
+
+    def told(self, items: int, held: int) -> None:
+        """``items`` more were read; the text vectors now hold ``held``."""
+        self.items += items
+        now, embedded = time.monotonic(), held - self.held
+        if embedded and now - self.said >= PROGRESS_S:
+            self.said = now
+            log.info("stack: %d items read, %d item texts embedded (%.1f texts/s) since this memory opened; they are "
+                     "saved as it goes, so an interrupted open resumes from the last save", self.items, embedded,
+                     embedded / max(now - self.began, 1e-9))
 
 
 class StackProposer:
@@ -217,6 +239,7 @@ class StackMemory(AdmissionMembers, StoredRounds):
             self._texts = VectorTable(kit.embedder.dim, spill_dir=self.cache.folder)
         self._unsaved = False
         self._saved_texts, self._saved_at = len(self._texts), time.monotonic()
+        self._embedding = _Progress(len(self._texts))
         self._skills: dict[str, str] = {}  # name → id of the skills recall has shown (what a policy can run)
         self._ahead: RecallAhead = RecallAhead()  # while the env settles (`speculate`)
         self._slot = 0  # the trial slot of the last recall (the episode's)
@@ -250,6 +273,7 @@ class StackMemory(AdmissionMembers, StoredRounds):
         states = sorted({it.applicability.state for _, it in items if it.kind == "edge" and it.applicability.state})
         if states:
             self._ensure(states, EmbedRole.QUERY)
+        self._embedding.told(len(items), len(self._texts))
         self._checkpoint()
 
     def _checkpoint(self) -> None:
