@@ -500,7 +500,8 @@ def agent_waits(run_dir: Path, method: str, rounds: int) -> dict[str, float]:
     the steps where memory showed items, and apart: those of them whose recall computed (or waited for) an
     embedding (`timings_ms["embed"]` > 0), those that are an episode's first step (recalled ahead only when the env
     foresaw its start: a task it had started before) and the later ones (a settle wait before them), how many of
-    each under 0.5 ms (recalled ahead), and the steps where memory showed nothing."""
+    each under 0.5 ms (recalled ahead), and the steps where memory showed nothing. ``slowest``: the three slowest
+    steps memory showed items on, as (task, step, recall ms, of it embedding ms), to read what a p95 is made of."""
     from guimem.harness.runfiles import RunDir
 
     shown: list[float] = []
@@ -509,6 +510,7 @@ def agent_waits(run_dir: Path, method: str, rounds: int) -> dict[str, float]:
     rest: list[float] = []
     later: list[float] = []
     nothing: list[float] = []
+    slow: list[tuple[float, str, int, float]] = []
     run = RunDir(run_dir)
     for r in range(rounds):
         for traj in run.readable_traces(method, r).values():
@@ -520,11 +522,14 @@ def agent_waits(run_dir: Path, method: str, rounds: int) -> dict[str, float]:
                     nothing.append(ms)
                     continue
                 shown.append(ms)
+                slow.append((ms, traj.task.id, i, step.timings_ms.get("embed", 0.0)))
                 (embedded if step.timings_ms.get("embed", 0.0) > 0 else rest).append(ms)
                 (first if i == 0 else later).append(ms)
     out: dict[str, float] = {"steps": len(shown), "embedded": len(embedded), "first_steps": len(first),
                              "nothing": len(nothing), "first_under_half_ms": sum(ms < 0.5 for ms in first),
                              "later_under_half_ms": sum(ms < 0.5 for ms in later)}
+    slow.sort(key=lambda s: -s[0])
+    out["slowest"] = [[task, i, ms, embed] for ms, task, i, embed in slow[:3]]  # type: ignore[assignment]
     for name, values in (("shown", shown), ("embedded", embedded), ("rest", rest), ("first", first),
                          ("later", later),
                          ("nothing", nothing)):
@@ -750,6 +755,9 @@ def main() -> None:
                              f"p50 {at}", f"{w['shown_p50']:.2f} ms", 2.0, w["shown_p50"] / 2.0))
                 rows.append((f"{method} the same, p95/p50 (p95 {w['shown_p95']:.2f} ms) {at}",
                              f"{w['shown_p95'] / w['shown_p50']:.2f}", 2.0, w["shown_p95"] / w["shown_p50"] / 2.0))
+                slowest = "; ".join(f"{task} step {i}: {ms:.2f} ms ({embed:.2f} embedding)"
+                                    for task, i, ms, embed in w["slowest"])
+                rows.append((f"{method} the slowest of those steps {at}", slowest, None, None))
             for part, label in (("embedded", "of them, steps whose recall embedded"),
                                 ("rest", "of them, steps whose vectors were ready"),
                                 ("first", "of them, an episode's first step"),

@@ -71,6 +71,7 @@ def test_waits_are_read_from_the_traces_apart_by_what_the_step_did(tmp_path):
     assert (w["first_p50"], w["first_p95"]) == (3.0, 40.0)
     assert (w["later_p50"], w["later_p95"], w["later_under_half_ms"]) == (4.0, 50.0, 0)
     assert w["nothing_p95"] == 30.0
+    assert w["slowest"] == [["form-01", 2, 50.0, 47.0], ["form-01", 0, 40.0, 38.0], ["form-01", 1, 4.0, 0.0]]
     # a round the run has not reached adds nothing
     assert bench.agent_waits(run.path, "graph", rounds=3) == w
 
