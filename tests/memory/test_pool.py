@@ -242,3 +242,17 @@ def test_the_stacks_pool_is_indexed_from_batched_reads_not_one_store_read_per_it
     assert len(pooled) > 1 and len(later._searches["form"]._index) == len(pooled), "every pool item was indexed"
     assert reads == [("get_many", len(pooled))], "one batched read, no read per item"
     later.close()
+
+
+def test_the_index_is_searched_once_for_every_item_that_may_be_checked():
+    """An exact search costs the same for 32 answers as for 256: asking for fewer first and again for more when none
+    passes searched the pool up to three times a recall."""
+    table = _vectors(3000)
+    search = PoolSearch("exact", 16)
+    search.sync([(pos, i) for pos, i in enumerate(table)], Source(table))
+    searched: list[int] = []
+    inner = search._index.search
+    search._index.search = lambda q, k: searched.append(k) or inner(q, k)  # type: ignore[method-assign]
+    order = sorted(table, key=lambda i: -float(table[i] @ table["i1"]))
+    assert search.first(table["i1"], lambda i: i if i == order[100] else None) == (order[100], order[100])
+    assert searched == [LOOK_AT]

@@ -142,3 +142,22 @@ def test_two_threads_searching_at_once_get_what_one_gets():
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+def test_rows_too_close_to_tell_apart_in_int8_are_scored_by_the_float32_product_over_every_row():
+    """Near copies of one vector: the int8 bounds cannot separate them, so most rows would be read again one by one
+    (a gather costs several times a row of the contiguous product). Past a sixth of the rows the coded search gives
+    way to the float32 product, with the same answer."""
+    rng = np.random.default_rng(11)
+    base = _e5_like(rng, 1)[0]
+    close = _unit(base + 0.01 * rng.standard_normal((6000, 384)))
+    index = ExactIndex(384)
+    index.add([f"v{i}" for i in range(6000)], close)
+    codes = index._codes
+    assert codes is not None
+    q = _unit(base + 0.01 * rng.standard_normal(384))
+    assert codes.top(index.arrays()[1], 6000, q, 10) is None, "most rows left: the float32 product answers"
+    _same(index.search(q, 10), _plain(index, q, 10))
+    spread = ExactIndex(384)
+    spread.add([f"v{i}" for i in range(6000)], _e5_like(rng, 6000))
+    assert spread._codes is not None and spread._codes.top(spread.arrays()[1], 6000, q, 10) is not None

@@ -33,9 +33,9 @@ log = logging.getLogger(__name__)
 SCAN_UP_TO = 2_000
 """Pools up to this many items are read whole (the exact answer, as before the search existed)."""
 LOOK_AT = 256
-"""At most this many of a large pool's most relevant items are checked per search."""
-FIRST = 32
-"""Items asked of the index first; four times more each time none of them passes, up to `LOOK_AT`."""
+"""At most this many of a large pool's most relevant items are checked per search, asked of the index at once: an
+exact search costs the same for 32 answers as for 256, and asking for 32, then 128, then 256 when none passed
+searched up to three times a recall (measured at 100k items, a pool of 36,842: 2.8 searches a recall)."""
 SAVE_AFTER = 2_000
 """An index is saved again once this many ids (or a tenth of it, if more) came or went since it was opened or
 saved: a round's few new items are caught up with by the next process instead of rewriting a large index."""
@@ -118,14 +118,8 @@ class PoolSearch:
 
     def first(self, query: NDArray[np.float32], passes: Callable[[str], T | None]) -> tuple[str, T] | None:
         """The most relevant id for which ``passes`` gives a value (among the first `LOOK_AT`), with it."""
-        checked, k = 0, FIRST
-        while checked < min(LOOK_AT, len(self._index)):
-            hits = self._index.search(query, min(k, LOOK_AT, len(self._index)))
-            for hit in hits[checked:]:
-                found = passes(hit.id) if hit.id in self._members else None
-                if found is not None:
-                    return hit.id, found
-            if len(hits) <= checked:
-                break
-            checked, k = len(hits), k * 4
+        for hit in self._index.search(query, min(LOOK_AT, len(self._index))):
+            found = passes(hit.id) if hit.id in self._members else None
+            if found is not None:
+                return hit.id, found
         return None
