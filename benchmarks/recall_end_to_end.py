@@ -762,7 +762,7 @@ def main() -> None:
                                 ("rest", "of them, steps whose vectors were ready"),
                                 ("first", "of them, an episode's first step"),
                                 ("later", "of them, the later steps (a preview before them: recalled ahead)"),
-                                ("nothing", "steps memory showed nothing (cost nothing to the agent)")):
+                                ("nothing", "steps memory showed nothing (apart; their recall still took time)")):
                 if f"{part}_p50" in w:
                     count = {"rest": w["steps"] - w["embedded"], "first": w["first_steps"],
                              "later": w["steps"] - w["first_steps"]}.get(part, w.get(part))
