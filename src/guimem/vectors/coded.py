@@ -10,8 +10,8 @@ the scores up to float32 rounding). Where the bounds leave more than a sixth of 
 together for int8 to tell apart, as near copies of one item are), the float32 product over every row answers
 instead: reading a row again one by one costs about six times a row of the contiguous product (measured: 20k of
 36,842 rows gathered from a memory-mapped matrix in 6.9 ms, all of them multiplied in 2.2 ms). The int8 products
-are NumKong's (a dependency of usearch, `guimem[hnsw]`);
-without it, or for a small matrix, the float32 product answers alone.
+are NumKong's (a dependency of usearch, `guimem[hnsw]`); without it, or for a small matrix, the float32 product
+answers alone.
 """
 
 from __future__ import annotations
