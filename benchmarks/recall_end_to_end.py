@@ -495,7 +495,7 @@ def seed_run(store: Path, out: Path, method: str) -> Path:
     return target
 
 
-def agent_waits(run_dir: Path, method: str, rounds: int) -> dict[str, float]:
+def agent_waits(run_dir: Path, method: str, rounds: int) -> dict[str, object]:
     """From a run's traces: the recall time the agent waited for (`Step.timings_ms["recall"]`), p50 / p95, over
     the steps where memory showed items, and apart: those of them whose recall computed (or waited for) an
     embedding (`timings_ms["embed"]` > 0), those that are an episode's first step (recalled ahead only when the env
@@ -522,14 +522,15 @@ def agent_waits(run_dir: Path, method: str, rounds: int) -> dict[str, float]:
                     nothing.append(ms)
                     continue
                 shown.append(ms)
-                slow.append((ms, traj.task.id, i, step.timings_ms.get("embed", 0.0)))
-                (embedded if step.timings_ms.get("embed", 0.0) > 0 else rest).append(ms)
+                embed = step.timings_ms.get("embed", 0.0)
+                slow.append((ms, traj.task.id, i, embed))
+                (embedded if embed > 0 else rest).append(ms)
                 (first if i == 0 else later).append(ms)
-    out: dict[str, float] = {"steps": len(shown), "embedded": len(embedded), "first_steps": len(first),
-                             "nothing": len(nothing), "first_under_half_ms": sum(ms < 0.5 for ms in first),
-                             "later_under_half_ms": sum(ms < 0.5 for ms in later)}
+    out: dict[str, object] = {"steps": len(shown), "embedded": len(embedded), "first_steps": len(first),
+                              "nothing": len(nothing), "first_under_half_ms": sum(ms < 0.5 for ms in first),
+                              "later_under_half_ms": sum(ms < 0.5 for ms in later)}
     slow.sort(key=lambda s: -s[0])
-    out["slowest"] = [[task, i, ms, embed] for ms, task, i, embed in slow[:3]]  # type: ignore[assignment]
+    out["slowest"] = [[task, i, ms, embed] for ms, task, i, embed in slow[:3]]
     for name, values in (("shown", shown), ("embedded", embedded), ("rest", rest), ("first", first),
                          ("later", later),
                          ("nothing", nothing)):
