@@ -37,12 +37,17 @@ def _view(g: GraphMemory) -> list[tuple[str, str, bool | None]]:
     return [(i.id, i.text, i.success) for i in g.recall(query()).items]
 
 
-def test_a_reopen_reads_the_cache_and_recalls_the_same(kit, tmp_path):
+def test_a_reopen_reads_the_cache_and_recalls_the_same(kit, tmp_path, monkeypatch):
+    from guimem.vectors import paging
+
     kit = _cached(kit, tmp_path)
     first = _learned(kit)
     expected, stats = _view(first), first.stats()
+    warmed: list[str] = []
+    monkeypatch.setattr(paging, "warm", lambda path, keep: warmed.append(path.name))
     again = GraphMemory(kit, SETTINGS)
     assert again._adjacency is not None, "opened from the cache"
+    assert {"adj_nodes.npy", "adj_offsets.npy", "adj_edges.npy"} <= set(warmed)  # read at random: paged in
     assert _view(again) == expected and again.stats() == stats
     uncached = GraphMemory(dataclasses.replace(kit, cache_dir=None), SETTINGS)
     assert uncached._adjacency is None and _view(uncached) == expected
@@ -637,3 +642,16 @@ def test_a_stack_first_open_that_embeds_says_how_far_it_got_and_a_cached_one_say
     with caplog.at_level(logging.INFO, logger="guimem.memory.stack"):
         StackMemory(dataclasses.replace(kit, cache_dir=cache))
     assert not [r for r in caplog.records if "texts embedded" in r.getMessage()], "nothing embedded, nothing said"
+
+
+def test_a_side_array_read_at_random_is_paged_in_and_one_read_at_once_is_not(tmp_path, monkeypatch):
+    from guimem.vectors import paging
+
+    warmed: list[str] = []
+    monkeypatch.setattr(paging, "warm", lambda path, keep: warmed.append(path.name))
+    for key in ("adjacency", "ids"):
+        np.save(tmp_path / f"{key}.npy", np.arange(300_000, dtype=np.int64))
+    adjacency = IndexCache.array(tmp_path, "adjacency", warm=True)
+    ids = IndexCache.array(tmp_path, "ids")
+    assert warmed == ["adjacency.npy"]
+    assert int(adjacency[-1]) == int(ids[-1]) == 299_999

@@ -136,8 +136,9 @@ class GraphMemory(StoredRounds):
         if found is not None:
             folder, extras = found
             try:
-                self._adjacency = (IndexCache.array(folder, "adj_nodes"), IndexCache.array(folder, "adj_offsets"),
-                                   IndexCache.array(folder, "adj_edges"))
+                adj_nodes, adj_offsets, adj_edges = (IndexCache.array(folder, key, warm=True)  # read at random
+                                                     for key in ("adj_nodes", "adj_offsets", "adj_edges"))
+                self._adjacency = (adj_nodes, adj_offsets, adj_edges)
             except (OSError, ValueError) as exc:  # unreadable: rebuilt from the store, as any unusable entry
                 log.warning("index cache %s unreadable (%s); rebuilding", folder, exc)
             else:

@@ -26,6 +26,7 @@ from numpy.typing import NDArray
 from guimem.errors import FileConflictError
 from guimem.memory.kit import MemoryKit
 from guimem.types.files import write_atomic
+from guimem.vectors import paging
 
 log = logging.getLogger(__name__)
 FORMAT = 1
@@ -193,7 +194,10 @@ class IndexCache:
         return self.save(name, write, extras, revision)
 
     @staticmethod
-    def array(folder: Path, key: str) -> NDArray[Any]:
-        """A side array of an entry, memory-mapped."""
+    def array(folder: Path, key: str, warm: bool = False) -> NDArray[Any]:
+        """A side array of an entry, memory-mapped; ``warm``: one that stays mapped and is read at random, paged
+        in on a background thread (`paging.warm`)."""
         array: NDArray[Any] = np.load(folder / f"{key}.npy", mmap_mode="r")
+        if warm:
+            paging.warm(folder / f"{key}.npy", keep=array)
         return array

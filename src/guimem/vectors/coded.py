@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from guimem.vectors import paging
+
 CODED_FROM = 2048
 """Below this many rows the float32 product is as fast and nothing is coded."""
 _CHUNK = 65536  # rows coded at a time (bounded temporaries at a million rows)
@@ -114,6 +116,7 @@ class Codes:
             return
         self._codes, (self._scales, self._errors, self._norms) = codes, norms
         self._coded = n
+        paging.warm(path / "codes.npy", keep=codes)
 
     def _sync(self, matrix: NDArray[np.float32], n: int) -> None:
         if n == self._coded and not self._dirty:

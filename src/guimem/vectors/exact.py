@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from guimem.errors import StoreError
-from guimem.vectors import coded
+from guimem.vectors import coded, paging
 from guimem.vectors.base import Hit
 
 
@@ -29,6 +29,7 @@ class ExactIndex:
         self._row_of: dict[str, int] | None = {}
         self._n = 0
         self._codes: coded.Codes | None = coded.Codes(dim)  # used where NumKong is installed
+        self.warming: paging.Warming | None = None  # the loaded vectors paged in (`paging.warm`)
 
     @property
     def dim(self) -> int:
@@ -129,7 +130,8 @@ class ExactIndex:
             coded.Codes.remove(path)
 
     def load(self, path: Path) -> None:
-        """Load what `save` wrote (the vectors memory-mapped, read-only until changed)."""
+        """Load what `save` wrote (the vectors memory-mapped, read-only until changed, and paged in on a background
+        thread: `paging.warm`)."""
         try:
             matrix = np.load(path / "vectors.npy", mmap_mode="r")
             ids = np.load(path / "ids.npy").tolist()
@@ -142,5 +144,6 @@ class ExactIndex:
         self._ids = [str(i) for i in ids]
         self._n = len(self._ids)
         self._row_of = None
+        self.warming = paging.warm(path / "vectors.npy", keep=matrix)
         if self._codes is not None:
             self._codes.load(path, self._n)

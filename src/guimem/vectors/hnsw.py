@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from guimem.errors import MissingDependencyError, StoreError
+from guimem.vectors import paging
 from guimem.vectors.base import Hit
 
 SCALARS = ("f32", "f16")
@@ -60,6 +61,7 @@ class HnswIndex:
         self._next = 0
         self._reused: dict[str, int] = {}  # removed ids -> their keys, while this process holds the index
         self._view: Path | None = None
+        self.warming: paging.Warming | None = None  # the viewed graph paged in after `load`
 
     @property
     def dim(self) -> int:
@@ -168,7 +170,8 @@ class HnswIndex:
                                                     "dtype": self.dtype}))
 
     def load(self, path: Path) -> None:
-        """Load what `save` wrote: the graph memory-mapped (read-only) until the first change."""
+        """Load what `save` wrote: the graph memory-mapped (read-only) until the first change, and paged in on a
+        background thread (`paging.warm`): its first searches do not fault it in page by page."""
         try:
             meta = json.loads((path / "meta.json").read_text())
             ids = np.load(path / "ids.npy").tolist()
@@ -193,6 +196,7 @@ class HnswIndex:
             self._ids[key] = ident
         self._next = following
         self._reused = {}
+        self.warming = paging.warm(self._view, keep=index)
 
     def _writable(self) -> None:
         """A viewed (memory-mapped) graph is copied into memory before it changes: from the mapping, which

@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from guimem.errors import StoreError
+from guimem.vectors import paging
 
 BLOCK = 8192
 """Rows added in memory before they go to the spill file (12 MB at 384 dimensions)."""
@@ -52,6 +53,7 @@ class VectorTable:
         self._spill: IO[bytes] | None = None
         self._spilled = 0  # rows in the spill file
         self._spill_map: NDArray[np.float32] | None = None
+        self.warming: paging.Warming | None = None  # the loaded rows paged in (`paging.warm`)
 
     @property
     def dim(self) -> int:
@@ -151,6 +153,7 @@ class VectorTable:
         self.close()
         if handle is not None:
             self._base, self._base_file = matrix, (handle, int(matrix.offset))
+            self.warming = paging.warm(path / "vectors.npy", keep=matrix)
         self._ids = ids
         self._row = {key: row for row, key in enumerate(ids)}
 
