@@ -581,6 +581,85 @@ def in_eval(method: str, size: int, rounds: int, workers: int, stand_in_above: i
             **agent_waits(out, method, rounds)}
 
 
+def after_open_child(method: str, store_path: str, cache_dir: str, queries: int) -> dict[str, object]:
+    """In a fresh process: open ``method`` from its index cache, then ``queries`` recalls of screens whose
+    embeddings are already cached (memory's own work only), right away and without waiting for anything."""
+    import threading
+
+    import usearch.index as usearch_index
+
+    from guimem.embeddings import create_embedder
+    from guimem.memory.base import RecallQuery
+    from guimem.memory.factory import open_memory
+    from guimem.settings import GuimemSettings
+    from guimem.types import Trajectory
+
+    settings = GuimemSettings(cache_dir=Path(cache_dir))
+    embedder = create_embedder(settings.embedder)
+    trajs = [Trajectory.model_validate_json(x) for x in Path(screens()).read_text().splitlines()]
+    shots = [(t.task, o) for t in trajs for o in t.observations]
+    random.Random(5).shuffle(shots)
+    shots = shots[:queries]
+    for task, obs in shots:
+        embedder.embed([_state(obs, task)])
+        embedder.embed([task.goal])
+    searched = [0.0]
+    search = usearch_index.Index.search
+
+    def timed(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        t = time.perf_counter()
+        found = search(self, *args, **kwargs)
+        searched[0] += time.perf_counter() - t
+        return found
+
+    usearch_index.Index.search = timed  # type: ignore[method-assign]
+    start = time.perf_counter()
+    memory = open_memory(method, store_path, settings, embedder=embedder, create=False)
+    opened = time.perf_counter() - start
+    recall_ms, search_ms = [], []
+    for task, obs in shots:
+        searched[0] = 0.0
+        t = time.perf_counter()
+        memory.recall(RecallQuery(task=task, observation=obs, step=1))
+        recall_ms.append((time.perf_counter() - t) * 1000)
+        search_ms.append(searched[0] * 1000)
+    t = time.perf_counter()
+    for thread in threading.enumerate():
+        if thread.name.startswith("guimem-warm"):
+            thread.join()
+    warming_left = time.perf_counter() - t
+    memory.close()
+    return {"open_s": opened, "first_ms": recall_ms[0], "recall_p50": _p(recall_ms, 0.5),
+            "recall_max": max(recall_ms), "search_p50": _p(search_ms, 0.5), "search_max": max(search_ms),
+            "warming_left_s": warming_left}
+
+
+def after_open(method: str, size: int, drop: bool, queries: int = 30) -> dict[str, object]:
+    """The first recalls of a fresh process that opens ``method`` at ``size`` from its index cache, with the
+    background warm-up of its memory-mapped files (`guimem.vectors.paging`) and without it (``GUIMEM_WARM=0``).
+    The memory of the last ``--eval-sizes`` run when there is one (its cache matches its store), else the one
+    ``--sizes`` measured. ``drop``: the page cache is emptied first (root only), as on a machine just started."""
+    run = CACHE / "eval" / f"{method}-{size}"
+    if (run / "memory").exists():
+        from guimem.harness.runfiles import RunDir
+
+        store, cache = RunDir(run).store_file(method), CACHE / "index-cache" / f"eval-{method}-{size}"
+    else:
+        store, cache = build_store(method, size), CACHE / "index-cache" / f"{method}-{size}"
+    out: dict[str, object] = {}
+    for warm in ("1", "0"):
+        if drop:
+            subprocess.run(["sync"], check=True)
+            Path("/proc/sys/vm/drop_caches").write_text("1")
+        code = (f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+                f"from recall_end_to_end import after_open_child; "
+                f"print(json.dumps(after_open_child({method!r}, {str(store)!r}, {str(cache)!r}, {queries})))")
+        done = subprocess.run([PY, "-c", code], check=True, capture_output=True, text=True,
+                              env={**os.environ, "GUIMEM_WARM": warm})
+        out["warm" if warm == "1" else "no_warm"] = json.loads(done.stdout.strip().splitlines()[-1])
+    return out
+
+
 # ---------------------------------------------------------------- approximate search at 1M
 
 def ann(size: int, queries: int = 500, dtype: str = "f32", connectivity: int | None = None) -> dict[str, object]:
@@ -686,6 +765,11 @@ def main() -> None:
                              "every attempt")
     parser.add_argument("--eval-rounds", type=int, default=2)
     parser.add_argument("--eval-workers", type=int, default=1)
+    parser.add_argument("--after-open", default="",
+                        help="method@size,...: a fresh process's first recalls after an open from the index cache, "
+                             "with the warm-up of its memory-mapped files and without (GUIMEM_WARM=0)")
+    parser.add_argument("--drop-caches", action="store_true",
+                        help="with --after-open: empty the page cache before each process (root only)")
     parser.add_argument("--json", type=Path, default=None, help="also write every figure to this file")
     args = parser.parse_args()
     skip = set(args.skip.split(","))
@@ -784,6 +868,24 @@ def main() -> None:
             rows.append((f"{method} first open before the eval{stood}: time, peak memory @{size:,}",
                          f"{o['first_recall_s']:.1f} s, {o['peak_mb']:.0f} MB{rate}",
                          2048 if large else None, peak / 2048 if large else None))
+    for spec in [x for x in args.after_open.split(",") if x]:
+        method, _, size_text = spec.partition("@")
+        size = int(size_text)
+        w = after_open(method, size, args.drop_caches)
+        figures[f"after_open:{method}@{size}"] = w
+        print(json.dumps({f"after_open:{method}@{size}": w}), flush=True)
+        cold = ", page cache emptied first" if args.drop_caches else ""
+        on, off = w["warm"], w["no_warm"]
+        for key, label in (("no_warm", "without"), ("warm", "with")):
+            r = w[key]
+            assert isinstance(r, dict)
+            rows.append((f"{method} first 30 recalls of a process opened from the cache, {label} the warm-up{cold}: "
+                         f"first, p50, max (search p50, max) @{size:,}",
+                         f"{r['first_ms']:.1f}, {r['recall_p50']:.2f}, {r['recall_max']:.1f} ms "
+                         f"({r['search_p50']:.2f}, {r['search_max']:.1f} ms)", None, None))
+        assert isinstance(on, dict) and isinstance(off, dict)
+        rows.append((f"{method} first recall with the warm-up / without @{size:,}",
+                     f"{on['first_ms'] / off['first_ms']:.3f}", None, None))
     for dtype in ([] if "ann" in skip else args.ann_dtypes.split(",")):
         result = ann(args.ann, dtype=dtype, connectivity=args.ann_connectivity)
         figures[f"ann_{dtype}"] = result
