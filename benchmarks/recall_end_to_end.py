@@ -636,9 +636,10 @@ def after_open_child(method: str, store_path: str, cache_dir: str, queries: int)
 
 def after_open(method: str, size: int, drop: bool, queries: int = 30) -> dict[str, object]:
     """The first recalls of a fresh process that opens ``method`` at ``size`` from its index cache, with the
-    background warm-up of its memory-mapped files (`guimem.vectors.paging`) and without it (``GUIMEM_WARM=0``).
-    The memory of the last ``--eval-sizes`` run when there is one (its cache matches its store), else the one
-    ``--sizes`` measured. ``drop``: the page cache is emptied first (root only), as on a machine just started."""
+    background warm-up of its memory-mapped files (`guimem.vectors.paging`) and without it
+    (``GUIMEM_WARM_INDEXES=false``). The memory of the last ``--eval-sizes`` run when there is one (its cache
+    matches its store), else the one ``--sizes`` measured. ``drop``: the page cache is emptied first (root only),
+    as on a machine just started."""
     run = CACHE / "eval" / f"{method}-{size}"
     if (run / "memory").exists():
         from guimem.harness.runfiles import RunDir
@@ -647,7 +648,7 @@ def after_open(method: str, size: int, drop: bool, queries: int = 30) -> dict[st
     else:
         store, cache = build_store(method, size), CACHE / "index-cache" / f"{method}-{size}"
     out: dict[str, object] = {}
-    for warm in ("1", "0"):
+    for warm in ("true", "false"):
         if drop:
             subprocess.run(["sync"], check=True)
             Path("/proc/sys/vm/drop_caches").write_text("1")
@@ -655,8 +656,8 @@ def after_open(method: str, size: int, drop: bool, queries: int = 30) -> dict[st
                 f"from recall_end_to_end import after_open_child; "
                 f"print(json.dumps(after_open_child({method!r}, {str(store)!r}, {str(cache)!r}, {queries})))")
         done = subprocess.run([PY, "-c", code], check=True, capture_output=True, text=True,
-                              env={**os.environ, "GUIMEM_WARM": warm})
-        out["warm" if warm == "1" else "no_warm"] = json.loads(done.stdout.strip().splitlines()[-1])
+                              env={**os.environ, "GUIMEM_WARM_INDEXES": warm})
+        out["warm" if warm == "true" else "no_warm"] = json.loads(done.stdout.strip().splitlines()[-1])
     return out
 
 
@@ -767,7 +768,7 @@ def main() -> None:
     parser.add_argument("--eval-workers", type=int, default=1)
     parser.add_argument("--after-open", default="",
                         help="method@size,...: a fresh process's first recalls after an open from the index cache, "
-                             "with the warm-up of its memory-mapped files and without (GUIMEM_WARM=0)")
+                             "with the warm-up of its memory-mapped files and without (GUIMEM_WARM_INDEXES=false)")
     parser.add_argument("--drop-caches", action="store_true",
                         help="with --after-open: empty the page cache before each process (root only)")
     parser.add_argument("--json", type=Path, default=None, help="also write every figure to this file")

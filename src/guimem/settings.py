@@ -108,6 +108,9 @@ class GuimemSettings(BaseSettings):
     vector_index: str = "auto"
     cache_dir: Path | None = Field(default=None, description="Where memories cache their vector indexes "
                                    "(default ~/.cache/guimem; the store stays the system of record)")
+    warm_indexes: bool = Field(default=True, description="Page a memory's memory-mapped index files in on a "
+                               "background thread when it opens from the cache, so its first searches do not "
+                               "fault them in (guimem.vectors.paging)")
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     rank: RankSettings = Field(default_factory=RankSettings)

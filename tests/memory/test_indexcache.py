@@ -44,7 +44,7 @@ def test_a_reopen_reads_the_cache_and_recalls_the_same(kit, tmp_path, monkeypatc
     first = _learned(kit)
     expected, stats = _view(first), first.stats()
     warmed: list[str] = []
-    monkeypatch.setattr(paging, "warm", lambda path, keep: warmed.append(path.name))
+    monkeypatch.setattr(paging, "warm", lambda path, mapped, keep: warmed.append(path.name))
     again = GraphMemory(kit, SETTINGS)
     assert again._adjacency is not None, "opened from the cache"
     assert {"adj_nodes.npy", "adj_offsets.npy", "adj_edges.npy"} <= set(warmed)  # read at random: paged in
@@ -644,14 +644,48 @@ def test_a_stack_first_open_that_embeds_says_how_far_it_got_and_a_cached_one_say
     assert not [r for r in caplog.records if "texts embedded" in r.getMessage()], "nothing embedded, nothing said"
 
 
-def test_a_side_array_read_at_random_is_paged_in_and_one_read_at_once_is_not(tmp_path, monkeypatch):
+def test_a_side_array_read_at_random_is_paged_in_and_one_read_at_once_is_not(kit, tmp_path, monkeypatch):
     from guimem.vectors import paging
 
     warmed: list[str] = []
-    monkeypatch.setattr(paging, "warm", lambda path, keep: warmed.append(path.name))
+    monkeypatch.setattr(paging, "warm", lambda path, mapped, keep: warmed.append(path.name))
     for key in ("adjacency", "ids"):
         np.save(tmp_path / f"{key}.npy", np.arange(300_000, dtype=np.int64))
-    adjacency = IndexCache.array(tmp_path, "adjacency", warm=True)
+    cache = IndexCache(_cached(kit, tmp_path))
+    adjacency = cache.mapped_array(tmp_path, "adjacency")
     ids = IndexCache.array(tmp_path, "ids")
     assert warmed == ["adjacency.npy"]
     assert int(adjacency[-1]) == int(ids[-1]) == 299_999
+    IndexCache(dataclasses.replace(_cached(kit, tmp_path), warm_indexes=False)).mapped_array(tmp_path, "adjacency")
+    assert warmed == ["adjacency.npy"], "turned off in the memory's settings"
+
+
+def test_an_index_opened_from_the_cache_is_warmed_unless_the_settings_say_not(kit, tmp_path, monkeypatch):
+
+    index = ExactIndex(8)
+    index.add(["a", "b"], np.eye(2, 8, dtype=np.float32))
+    cache = IndexCache(_cached(kit, tmp_path))
+    folder = cache.save_index("probe", index)
+    assert folder is not None
+    asked: list[int] = []
+    monkeypatch.setattr(ExactIndex, "warm", lambda self: asked.append(len(self)) or [])
+    assert cache.fill(folder, ExactIndex(8)) and asked == [2]
+    off = IndexCache(dataclasses.replace(_cached(kit, tmp_path), warm_indexes=False))
+    assert off.fill(folder, ExactIndex(8)) and asked == [2]
+
+
+def test_the_setting_reaches_the_memory_from_the_environment(tmp_path, monkeypatch):
+    from guimem.embeddings import CachedEmbedder
+    from guimem.embeddings.hashing import HashingEmbedder
+    from guimem.memory.factory import open_memory
+    from guimem.settings import GuimemSettings
+
+    monkeypatch.setenv("GUIMEM_WARM_INDEXES", "false")
+    settings = GuimemSettings(cache_dir=tmp_path / "cache")
+    memory = open_memory("graph", str(tmp_path / "m.sqlite"), settings, embedder=CachedEmbedder(HashingEmbedder(64)))
+    try:
+        assert settings.warm_indexes is False and memory.kit.warm_indexes is False
+    finally:
+        memory.close()
+    monkeypatch.delenv("GUIMEM_WARM_INDEXES")
+    assert GuimemSettings().warm_indexes is True  # on unless turned off

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -11,11 +12,13 @@ import numpy as np
 import pytest
 
 from guimem.vectors import paging
+from guimem.vectors.auto import AutoIndex
 from guimem.vectors.exact import ExactIndex
 from guimem.vectors.table import VectorTable
 from tests.vectors.test_auto import _vectors
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
+PAGED_IN = {paging.Outcome.POPULATED, paging.Outcome.READ_AHEAD}  # READ_AHEAD: a kernel older than 5.14
 
 
 @pytest.fixture(scope="module")
@@ -38,16 +41,21 @@ def _saved_hnsw(folder: Path, graph_file: Path):
     return HnswIndex(64, exact_below=0)
 
 
+def _only(warmings: list[paging.Warming]) -> paging.Warming:
+    assert len(warmings) == 1
+    assert warmings[0].wait(60), "the warm-up did not finish"
+    return warmings[0]
+
+
 @linux
 def test_a_loaded_hnsw_graph_is_paged_in_before_any_search(tmp_path, graph_file):
     index = _saved_hnsw(tmp_path, graph_file)
-    size = (tmp_path / "hnsw.usearch").stat().st_size
+    file = tmp_path / "hnsw.usearch"
     index.load(tmp_path)
-    assert index.warming.wait(60), "the warm-up did not finish"
-    assert index.warming.outcome == "populated"
-    # every page of the file is mapped into this process, though nothing searched it (viewing it touches only
-    # the graph's node headers: before warming, about half of this file was resident)
-    assert paging.resident(tmp_path / "hnsw.usearch") >= size - 4096
+    # viewing touches only the graph's node headers: about half of this file is resident before the warm-up
+    assert paging.resident(file) < 0.8 * file.stat().st_size
+    assert _only(index.warm()).outcome in PAGED_IN
+    assert paging.resident(file) >= file.stat().st_size - paging.PAGE  # nothing searched it
     assert index.search(_vectors(1, 64, seed=3)[0], 5)
 
 
@@ -63,13 +71,27 @@ def test_loaded_vector_files_are_paged_in(tmp_path):
     table.save(tmp_path / "table")
     for index, folder in ((ExactIndex(96), tmp_path / "exact"), (VectorTable(96), tmp_path / "table")):
         index.load(folder)
-        assert index.warming.wait(60)
-        assert paging.resident(folder / "vectors.npy") >= (folder / "vectors.npy").stat().st_size - 4096
+        for warming in index.warm():
+            assert warming.wait(60) and warming.outcome in PAGED_IN
+        file = folder / "vectors.npy"
+        assert paging.resident(file) >= file.stat().st_size - paging.PAGE
 
 
 @linux
-def test_a_kernel_without_populate_read_reads_the_pages_in_and_says_so(tmp_path, graph_file, monkeypatch,
-                                                                                 caplog):
+def test_only_the_mapping_a_load_made_is_warmed_not_another_of_the_same_file(tmp_path, graph_file):
+    shutil.copytree(graph_file, tmp_path, dirs_exist_ok=True)
+    file = tmp_path / "hnsw.usearch"
+    other = np.memmap(file, dtype=np.uint8, mode="r")  # the same file, mapped first by someone else
+    index = _saved_hnsw(tmp_path, graph_file)
+    index.load(tmp_path)
+    warming = _only(index.warm())
+    assert warming.outcome in PAGED_IN
+    assert len(paging.regions(file)) == 2 and int(other[0]) >= 0  # both mapped; one of them was warmed
+    assert paging.resident(file) < 1.8 * file.stat().st_size
+
+
+@linux
+def test_a_kernel_without_populate_read_reads_ahead_and_says_so(tmp_path, graph_file, monkeypatch, caplog):
     calls: list[int] = []
 
     def madvise(start: int, length: int, advice: int) -> int:
@@ -77,42 +99,80 @@ def test_a_kernel_without_populate_read_reads_the_pages_in_and_says_so(tmp_path,
         return paging.EINVAL if advice == paging.MADV_POPULATE_READ else 0
 
     monkeypatch.setattr(paging, "_madvise", madvise)
+    monkeypatch.setattr(paging._PROCESS, "told_no_populate", False)
     index = _saved_hnsw(tmp_path, graph_file)
+    index.load(tmp_path)
     with caplog.at_level(logging.INFO, logger="guimem.vectors.paging"):
-        index.load(tmp_path)
-        assert index.warming.wait(60)
-    assert index.warming.outcome == "touched"
-    assert calls[0] == paging.MADV_POPULATE_READ and paging.MADV_WILLNEED in calls
-    assert paging.resident(tmp_path / "hnsw.usearch") >= (tmp_path / "hnsw.usearch").stat().st_size - 4096
+        assert _only(index.warm()).outcome is paging.Outcome.READ_AHEAD
+    assert calls[0] == paging.MADV_POPULATE_READ and set(calls[1:]) == {paging.MADV_WILLNEED}
     assert "MADV_POPULATE_READ" in caplog.text
 
 
 @linux
-def test_a_file_too_large_for_the_memory_available_is_left_to_fault_in(tmp_path, graph_file, monkeypatch, caplog):
+def test_what_would_exceed_the_memory_available_is_left_to_fault_in(tmp_path, graph_file, monkeypatch, caplog):
     monkeypatch.setattr(paging, "_available", lambda: 2 << 20)  # 2 MB free: a 4 MB graph would evict others
     index = _saved_hnsw(tmp_path, graph_file)
+    index.load(tmp_path)
     with caplog.at_level(logging.INFO, logger="guimem.vectors.paging"):
-        index.load(tmp_path)
-        assert index.warming.wait(60)
-    assert index.warming.outcome.startswith("left")
+        assert _only(index.warm()).outcome is paging.Outcome.LEFT
     assert "left to fault in" in caplog.text
 
 
-def test_small_files_and_unmapped_files_are_not_warmed(tmp_path):
+@linux
+def test_a_warm_up_stops_when_its_index_changes_and_the_index_goes_on(tmp_path, graph_file, monkeypatch):
+    chunks: list[int] = []
+    monkeypatch.setattr(paging, "_madvise", lambda start, length, advice: chunks.append(length) or 0)
+    monkeypatch.setattr(paging, "CHUNK", paging.PAGE)  # a thousand chunks: time to see the cancel
+    gate = __import__("threading").Event()
+    real = paging._read_through
+
+    def slow(file, buffer, offset, length):  # the first chunk waits for the change below
+        gate.wait(10)
+        real(file, buffer, offset, length)
+
+    monkeypatch.setattr(paging, "_read_through", slow)
+    index = _saved_hnsw(tmp_path, graph_file)
+    index.load(tmp_path)
+    [warming] = index.warm()
+    index.add(["new"], _vectors(1, 64, seed=9))  # copied out of the mapping: the warm-up is let go
+    gate.set()
+    assert warming.wait(60) and warming.outcome is paging.Outcome.CANCELLED
+    assert len(chunks) < 10
+    assert index.search(_vectors(1, 64, seed=9)[0], 1)[0].id == "new"
+    assert index.warm() == []  # nothing viewed any more
+
+
+def test_small_files_are_not_tracked_and_not_warmed(tmp_path):
     small = tmp_path / "small.npy"
     np.save(small, np.zeros((10, 4), dtype=np.float32))
-    kept = np.load(small, mmap_mode="r")
-    warming = paging.warm(small, keep=kept)
-    assert warming.wait(1) and warming.outcome == "small"
-    big = tmp_path / "big.bin"
-    big.write_bytes(b"\0" * (paging.SMALLEST + 1))
-    warming = paging.warm(big, keep=None)  # nothing in this process maps it
-    assert warming.wait(60) and warming.outcome == "not mapped"
+    pages = paging.Pages()
+    pages.track(small, lambda: np.load(small, mmap_mode="r"))
+    assert pages.warm() == []
 
 
-def test_warming_can_be_turned_off(tmp_path, monkeypatch):
-    big = tmp_path / "big.npy"
-    np.save(big, np.zeros((1 << 18, 4), dtype=np.float32))  # 4 MB
-    monkeypatch.setenv("GUIMEM_WARM", "0")
-    warming = paging.warm(big, keep=np.load(big, mmap_mode="r"))
-    assert warming.wait(1) and warming.outcome == "off"
+def test_an_auto_index_warms_what_it_holds(tmp_path):
+    index = AutoIndex(96)
+    index.add([f"v{i}" for i in range(4000)], _vectors(4000, 96))
+    index.save(tmp_path)
+    again = AutoIndex(96)
+    again.load(tmp_path)
+    warmings = again.warm()
+    assert warmings if sys.platform.startswith("linux") else warmings == []
+    for warming in warmings:
+        assert warming.wait(60)
+
+
+@linux
+def test_a_fork_during_a_warm_up_ends_it_in_the_child(tmp_path, graph_file, monkeypatch):
+    gate = __import__("threading").Event()
+    monkeypatch.setattr(paging, "_madvise", lambda start, length, advice: gate.wait(10) and 0)
+    index = _saved_hnsw(tmp_path, graph_file)
+    index.load(tmp_path)
+    [warming] = index.warm()
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's thread is not here; its warm-up must not be waited for forever
+        os._exit(0 if warming.wait(5) and warming.outcome is paging.Outcome.FAILED else 1)
+    gate.set()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert warming.wait(60) and warming.outcome in PAGED_IN

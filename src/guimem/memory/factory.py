@@ -149,6 +149,7 @@ def open_memory(method: str, store: Store | str, settings: GuimemSettings, *, sp
         llm = create_llm(settings.llm, reg)
     kit = MemoryKit(store=opened, embedder=emb, counter=TiktokenCounter(settings.token_encoding), namespace=ns,
                     llm=llm, vector_index=settings.vector_index, cache_dir=settings.cache_dir or default_cache_dir(),
+                    warm_indexes=settings.warm_indexes,
                     defences=spec.defences)
     memory = create_memory(method, kit, spec, env_factory, reg)
     record_method(opened, ns, method, memory.name)  # found again by its namespace or its own name

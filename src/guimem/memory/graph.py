@@ -22,7 +22,6 @@ from guimem.embeddings import cosine
 from guimem.memory.ahead import RecallAhead
 from guimem.memory.base import LearnReport, RecallQuery, RoundBuffer, RoundLog, StoredRounds
 from guimem.memory.generalise import state_text
-from guimem.memory.indexcache import IndexCache
 from guimem.memory.kit import MemoryKit
 from guimem.memory.ranking import tau_for
 from guimem.memory.settings import GraphSettings, Structure
@@ -136,7 +135,7 @@ class GraphMemory(StoredRounds):
         if found is not None:
             folder, extras = found
             try:
-                adj_nodes, adj_offsets, adj_edges = (IndexCache.array(folder, key, warm=True)  # read at random
+                adj_nodes, adj_offsets, adj_edges = (self.cache.mapped_array(folder, key)  # read at random
                                                      for key in ("adj_nodes", "adj_offsets", "adj_edges"))
                 self._adjacency = (adj_nodes, adj_offsets, adj_edges)
             except (OSError, ValueError) as exc:  # unreadable: rebuilt from the store, as any unusable entry

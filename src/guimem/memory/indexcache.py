@@ -174,15 +174,23 @@ class IndexCache:
             return None
         return found[1]
 
-    @staticmethod
-    def fill(folder: Path, index: Saved) -> bool:
-        """Fill ``index`` from an entry's folder (`load`); False (rebuild) when it cannot be read."""
+    def fill(self, folder: Path, index: Saved) -> bool:
+        """Fill ``index`` from an entry's folder (`load`), then `warm` it; False (rebuild) when it cannot be
+        read."""
         try:
             index.load(folder / "index")
         except Exception as exc:  # a corrupt cache file is rebuilt from the store, never trusted
             log.warning("index cache %s unreadable (%s); rebuilding", folder, exc)
             return False
+        self.warm(index)
         return True
+
+    def warm(self, index: object) -> list[paging.Warming]:
+        """Page in what an index just opened from an entry mapped (`paging.Warmable`), on a background thread,
+        unless the memory's settings turned it off (``warm_indexes``)."""
+        if self.kit.warm_indexes and isinstance(index, paging.Warmable):
+            return index.warm()
+        return []
 
     def save_index(self, name: str, index: Saved, arrays: dict[str, NDArray[Any]] | None = None,
                    extras: dict[str, Any] | None = None, revision: bool = True) -> Path | None:
@@ -194,10 +202,17 @@ class IndexCache:
         return self.save(name, write, extras, revision)
 
     @staticmethod
-    def array(folder: Path, key: str, warm: bool = False) -> NDArray[Any]:
-        """A side array of an entry, memory-mapped; ``warm``: one that stays mapped and is read at random, paged
-        in on a background thread (`paging.warm`)."""
+    def array(folder: Path, key: str) -> NDArray[Any]:
+        """A side array of an entry, memory-mapped."""
         array: NDArray[Any] = np.load(folder / f"{key}.npy", mmap_mode="r")
-        if warm:
-            paging.warm(folder / f"{key}.npy", keep=array)
+        return array
+
+    def mapped_array(self, folder: Path, key: str) -> NDArray[Any]:
+        """A side array that stays mapped and is read at random: memory-mapped and paged in on a background
+        thread (`warm`)."""
+        pages = paging.Pages()
+        path = folder / f"{key}.npy"
+        array: NDArray[Any] = pages.track(path, lambda: np.load(path, mmap_mode="r"))
+        if self.kit.warm_indexes:
+            pages.warm()
         return array

@@ -52,6 +52,7 @@ class MemoryKit:
         llm: A model for ``llm`` extractors, when configured.
         vector_index: Vector index backend name (``exact``, ``hnsw`` or ``auto``).
         cache_dir: Where derived index files are cached (None: rebuilt from the store at every open).
+        warm_indexes: Page the cached index files in on a background thread when they are opened.
         defences: What guards this memory against hostile page text (`Defences`).
     """
 
@@ -62,6 +63,7 @@ class MemoryKit:
     llm: LLMClient | None = None
     vector_index: str = "auto"
     cache_dir: Path | None = None
+    warm_indexes: bool = True
     defences: Defences = field(default_factory=Defences)
 
     def counts(self, kind: str) -> dict[str, int]:

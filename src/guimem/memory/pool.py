@@ -108,6 +108,7 @@ class PoolSearch:
         try:
             index.load(folder / "index")
             members = {str(i) for i in cache.array(folder, "members").tolist()}
+            cache.warm(index)
         except Exception as exc:  # a corrupt cache entry is rebuilt, never trusted
             log.warning("pool index %s unreadable (%s); rebuilding", folder, exc)
             return False

@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from guimem.errors import MissingDependencyError, StoreError
 from guimem.vectors.base import Hit
 from guimem.vectors.exact import ExactIndex
+from guimem.vectors.paging import Warming
 
 if TYPE_CHECKING:
     from guimem.vectors.hnsw import HnswIndex
@@ -135,6 +136,12 @@ class AutoIndex:
         path.mkdir(parents=True, exist_ok=True)
         (path / "backend.txt").write_text(self.backend)
         self._active.save(path / self.backend)
+
+    def warm(self) -> list[Warming]:
+        """Page in what the last `load` mapped (`guimem.vectors.paging`)."""
+        if self._exact is not None:
+            return self._exact.warm()
+        return self._hnsw.warm() if self._hnsw is not None else []
 
     def load(self, path: Path) -> None:
         """Load what `save` wrote."""

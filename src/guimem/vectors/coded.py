@@ -67,6 +67,7 @@ class Codes:
 
     def __init__(self, dim: int) -> None:
         self._dim = dim
+        self._pages = paging.Pages()  # the loaded codes' mapping, to page in (`warm`)
         self._codes = np.zeros((0, dim), dtype=np.int8)
         self._scales = np.zeros(0, dtype=np.float64)
         self._errors = np.zeros(0, dtype=np.float64)  # |x − s·c|
@@ -88,6 +89,7 @@ class Codes:
 
     def clear(self) -> None:
         """Every row is to be coded again (a new matrix)."""
+        self._pages.let_go()
         self._coded = 0
         self._dirty.clear()
 
@@ -107,8 +109,9 @@ class Codes:
     def load(self, path: Path, n: int) -> None:
         """Take what `save` wrote (memory-mapped) when it is there and codes ``n`` rows; else code on first need."""
         self.clear()
+        pages = paging.Pages()
         try:
-            codes = np.load(path / "codes.npy", mmap_mode="r")
+            codes = pages.track(path / "codes.npy", lambda: np.load(path / "codes.npy", mmap_mode="r"))
             norms = np.load(path / "code_norms.npy", mmap_mode="r")
         except (OSError, ValueError):
             return  # an index saved without codes (or before them): coded on its first search
@@ -116,12 +119,17 @@ class Codes:
             return
         self._codes, (self._scales, self._errors, self._norms) = codes, norms
         self._coded = n
-        paging.warm(path / "codes.npy", keep=codes)
+        self._pages = pages
+
+    def warm(self) -> list[paging.Warming]:
+        """Page in the codes the last `load` mapped (`paging.warm`)."""
+        return self._pages.warm()
 
     def _sync(self, matrix: NDArray[np.float32], n: int) -> None:
         if n == self._coded and not self._dirty:
             return
         if not self._codes.flags.writeable:  # loaded: copied into memory before it changes
+            self._pages.let_go()
             self._codes = np.array(self._codes)
             self._scales, self._errors, self._norms = (np.array(a) for a in (self._scales, self._errors, self._norms))
         if n > self._codes.shape[0]:

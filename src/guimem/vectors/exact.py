@@ -29,7 +29,7 @@ class ExactIndex:
         self._row_of: dict[str, int] | None = {}
         self._n = 0
         self._codes: coded.Codes | None = coded.Codes(dim)  # used where NumKong is installed
-        self.warming: paging.Warming | None = None  # the loaded vectors paged in (`paging.warm`)
+        self._pages = paging.Pages()  # the loaded vectors' mapping, to page in (`warm`)
 
     @property
     def dim(self) -> int:
@@ -53,6 +53,7 @@ class ExactIndex:
             grown = np.zeros((max(need, 2 * self._matrix.shape[0], 16), self._dim), dtype=np.float32)
             grown[: self._n] = self._matrix[: self._n]
             self._matrix = grown
+            self._pages.let_go()
 
     def add(self, ids: Sequence[str], vectors: NDArray[np.float32]) -> None:
         """Add or replace vectors."""
@@ -130,10 +131,10 @@ class ExactIndex:
             coded.Codes.remove(path)
 
     def load(self, path: Path) -> None:
-        """Load what `save` wrote (the vectors memory-mapped, read-only until changed, and paged in on a background
-        thread: `paging.warm`)."""
+        """Load what `save` wrote (the vectors memory-mapped, read-only until changed; `warm` pages them in)."""
+        pages = paging.Pages()
         try:
-            matrix = np.load(path / "vectors.npy", mmap_mode="r")
+            matrix = pages.track(path / "vectors.npy", lambda: np.load(path / "vectors.npy", mmap_mode="r"))
             ids = np.load(path / "ids.npy").tolist()
         except (OSError, ValueError) as exc:
             raise StoreError(f"cannot load exact index from {path}: {exc}") from exc
@@ -144,6 +145,11 @@ class ExactIndex:
         self._ids = [str(i) for i in ids]
         self._n = len(self._ids)
         self._row_of = None
-        self.warming = paging.warm(path / "vectors.npy", keep=matrix)
+        self._pages.let_go()
+        self._pages = pages
         if self._codes is not None:
             self._codes.load(path, self._n)
+
+    def warm(self) -> list[paging.Warming]:
+        """Page in the vectors (and their codes) the last `load` mapped, on a background thread (`paging.warm`)."""
+        return self._pages.warm() + (self._codes.warm() if self._codes is not None else [])

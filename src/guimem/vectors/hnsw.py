@@ -61,7 +61,7 @@ class HnswIndex:
         self._next = 0
         self._reused: dict[str, int] = {}  # removed ids -> their keys, while this process holds the index
         self._view: Path | None = None
-        self.warming: paging.Warming | None = None  # the viewed graph paged in after `load`
+        self._pages = paging.Pages()  # the viewed graph's mapping, to page in (`warm`)
 
     @property
     def dim(self) -> int:
@@ -157,9 +157,10 @@ class HnswIndex:
             finally:
                 part.unlink(missing_ok=True)
             if self._view is not None:
+                self._pages.let_go()
                 try:
                     index = _new_index(self._dim, *self._params, self.dtype)
-                    index.view(str(target))
+                    self._pages.track(target, lambda: index.view(str(target)), keep=index)
                 except (ValueError, RuntimeError) as exc:
                     raise OSError(f"cannot view the HNSW index just written to {target}: {exc}") from exc
                 self._index, self._view = index, target
@@ -170,8 +171,7 @@ class HnswIndex:
                                                     "dtype": self.dtype}))
 
     def load(self, path: Path) -> None:
-        """Load what `save` wrote: the graph memory-mapped (read-only) until the first change, and paged in on a
-        background thread (`paging.warm`): its first searches do not fault it in page by page."""
+        """Load what `save` wrote: the graph memory-mapped (read-only) until the first change (`warm` pages it in)."""
         try:
             meta = json.loads((path / "meta.json").read_text())
             ids = np.load(path / "ids.npy").tolist()
@@ -179,7 +179,8 @@ class HnswIndex:
             self._params = tuple(int(p) for p in meta.get("params", self._params))  # type: ignore[assignment]
             dtype = str(meta.get("dtype", "f32"))  # an index saved before it said: float32
             index = _new_index(self._dim, *self._params, dtype)
-            index.view(str(path / "hnsw.usearch"))  # the file's own scalar kind is what usearch reads
+            pages = paging.Pages()  # the file's own scalar kind is what usearch reads
+            pages.track(path / "hnsw.usearch", lambda: index.view(str(path / "hnsw.usearch")), keep=index)
             following = int(meta["next"])
         except (OSError, ValueError, RuntimeError, KeyError, TypeError) as exc:
             raise StoreError(f"cannot load HNSW index from {path}: {exc}") from exc
@@ -187,7 +188,8 @@ class HnswIndex:
             raise StoreError(f"HNSW index at {path} does not match its ids")
         if following > SPARSEST * len(ids) + 65_536:  # the key -> id list is as long as the keys given
             raise StoreError(f"HNSW index at {path} gave {following:,} keys for {len(ids):,} ids: rebuild it")
-        self._index = index
+        self._pages.let_go()
+        self._index, self._pages = index, pages
         self.dtype = dtype
         self._view = path / "hnsw.usearch"
         self._keys = {str(i): int(k) for i, k in zip(ids, keys, strict=True)}
@@ -196,12 +198,16 @@ class HnswIndex:
             self._ids[key] = ident
         self._next = following
         self._reused = {}
-        self.warming = paging.warm(self._view, keep=index)
+
+    def warm(self) -> list[paging.Warming]:
+        """Page in the graph the last `load` viewed, on a background thread (`paging.warm`); none once it changed."""
+        return self._pages.warm()
 
     def _writable(self) -> None:
         """A viewed (memory-mapped) graph is copied into memory before it changes: from the mapping, which
         outlives the file (another worker's index cache may have removed it since)."""
         if self._view is not None:
+            self._pages.let_go()
             self._index, self._view = self._index.copy(), None
 
 

@@ -3,167 +3,288 @@
 A memory opened from its index cache views its files memory-mapped: nothing is read at open, and its first
 searches fault in the pages they touch one at a time, from the disk when the file is not in the page cache.
 Measured at 1M items (docs/performance.md): the first search of the 874 MB graph took 470-750 ms, against about
-2 ms once it is resident. `warm` maps every page of a file's mappings in this process on a background thread,
-a chunk at a time: ``MADV_POPULATE_READ`` (Linux 5.14+), then a read of one byte a page (`_touch`); on an older
-kernel ``MADV_WILLNEED`` starts the disk reads and the touch maps the pages (said once in the log). A file
-larger than `SHARE_OF_AVAILABLE` of the memory available is left to fault in on demand: holding it all would
-evict what the machine needs more. The pages are the file's (clean, shared with the page cache): the kernel may
-drop them again under pressure, and no search waits for the warm-up. ``GUIMEM_WARM=0`` turns it off.
+2 ms once it is resident. An index records the address ranges its load mapped (`regions`, the maps before and
+after: only its own mappings); `warm` then pages them in on a background thread, 2 MB at a time:
+``MADV_POPULATE_READ`` (Linux 5.14+; on an older kernel ``MADV_WILLNEED``), then a read of the same part of the
+file (`_read_through`). One warm-up runs at a time in a process, and all it holds stays under
+`SHARE_OF_AVAILABLE` of the memory available; past that a file is left to fault in on demand. The pages are the
+file's (clean, shared with the page cache): the kernel may drop them again under pressure, and no search waits
+for a warm-up. The owner cancels one whose mapping it lets go (`Warming.cancel`). Turned off with the setting
+``warm_indexes`` (``GUIMEM_WARM_INDEXES=false``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import enum
 import logging
+import mmap
 import os
 import re
 import sys
 import threading
 import time
+import weakref
+from collections.abc import Callable
 from pathlib import Path
-
-import numpy as np
+from typing import BinaryIO, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 MADV_WILLNEED = 3
 MADV_POPULATE_READ = 22
 EINVAL = 22
+PAGE = mmap.PAGESIZE
 SMALLEST = 1 << 20
 """Files below this size are not warmed: their few pages fault in faster than a thread starts."""
 SHARE_OF_AVAILABLE = 0.5
-"""A file whose mappings exceed this share of ``MemAvailable`` is left to fault in on demand."""
+"""What this process's warm-ups hold together stays under this share of ``MemAvailable``."""
 CHUNK = 2 << 20
-PAGE = 4096
-"""Pages populated per call: a search faulting the same range waits for one chunk at most."""
+"""Bytes populated per call: the process's own calls that change its address space (an allocator's ``mmap``)
+wait for the populate's hold on it one chunk at most (64 MB chunks stalled the main thread up to 56 ms)."""
 
-_MAPS_LINE = re.compile(r"^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ ([0-9a-f]+):([0-9a-f]+) (\d+)(?:\s+(.*))?$")
-_libc: ctypes.CDLL | None = None
-_told_no_populate = False
+_MAPS_LINE = re.compile(r"^([0-9a-f]+)-([0-9a-f]+) \S+ ([0-9a-f]+) ([0-9a-f]+):([0-9a-f]+) (\d+)(?:\s+(.*))?$")
+
+
+class Outcome(enum.StrEnum):
+    """How a warm-up ended."""
+
+    POPULATED = "populated"
+    """Every page mapped into the process and read once."""
+    READ_AHEAD = "read ahead"
+    """The kernel lacks ``MADV_POPULATE_READ``: the file read ahead and read once; the searches map the pages."""
+    LEFT = "left"
+    """Too large for the memory available: left to fault in on demand."""
+    CANCELLED = "cancelled"
+    """The owner let the mapping go first."""
+    FAILED = "failed"
+    """An error (`Warming.detail`): the searches fault the pages in, as without a warm-up."""
+
+
+class Region(NamedTuple):
+    """One mapping of a file in this process."""
+
+    start: int
+    end: int
+    offset: int
+    """Where in the file it starts."""
+    inode: int
+    """The mapped file's: a file put in its place since is not the one read through."""
+
+
+@runtime_checkable
+class Warmable(Protocol):
+    """An index that views files memory-mapped and can page them in (`guimem.memory.indexcache` calls it)."""
+
+    def warm(self) -> list[Warming]:
+        """Start paging in what the last load mapped; the warm-ups started (none: nothing mapped)."""
+        ...
 
 
 class Warming:
-    """A warm-up under way (or over): `wait` for it; `outcome` says what it did once `done` is set.
-
-    Outcomes: ``off`` (``GUIMEM_WARM=0``), ``populated`` (every page mapped), ``touched`` (the kernel lacks ``MADV_POPULATE_READ``: every page
-    read ahead and then read once), ``left ...`` (too large for the memory available), ``small``, ``not mapped``,
-    ``unsupported`` (not Linux), ``failed ...`` (an madvise error: the searches fault the pages in, as without it).
-    """
+    """A warm-up under way or over: `wait` for it, `cancel` it; `outcome` (and `detail`) once `done` is set."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.done = threading.Event()
-        self.outcome = ""
+        self.outcome: Outcome | None = None
+        self.detail = ""
+        self._cancelled = threading.Event()
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until the warm-up is over; False if ``timeout`` passed first."""
         return self.done.wait(timeout)
 
-    def _finish(self, outcome: str) -> Warming:
-        self.outcome = outcome
+    def cancel(self) -> None:
+        """Stop at the next chunk (the owner lets the mapping go)."""
+        self._cancelled.set()
+
+    def _finish(self, outcome: Outcome, detail: str = "") -> None:
+        self.outcome, self.detail = outcome, detail
         self.done.set()
-        return self
 
 
-def warm(path: Path, keep: object) -> Warming:
-    """Populate this process's mappings of ``path`` on a daemon thread. ``keep``: the object whose mapping it is
-    (a usearch index, a NumPy memmap), held until the warm-up ends so the mapping outlives it."""
-    warming = Warming(path)
-    if os.environ.get("GUIMEM_WARM", "1") == "0":
-        return warming._finish("off")
+def regions(path: Path) -> frozenset[Region]:
+    """This process's mappings of ``path`` now (by its path as ``/proc/self/maps`` shows it). Empty off Linux and
+    for a file under `SMALLEST` (never warmed): call it before and after mapping a file, and the difference is
+    the new mapping, whoever else maps the same file."""
     if not sys.platform.startswith("linux"):
-        return warming._finish("unsupported")
+        return frozenset()
     try:
         if os.stat(path).st_size < SMALLEST:
-            return warming._finish("small")
-    except OSError as exc:
-        return warming._finish(f"failed: {exc}")
-    thread = threading.Thread(target=_populate, args=(warming, keep), name=f"guimem-warm-{path.name}", daemon=True)
-    thread.start()
+            return frozenset()
+        real = os.path.realpath(path)
+        found = set()
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            for line in maps:
+                match = _MAPS_LINE.match(line.rstrip("\n"))
+                if match is not None and match.group(7) == real:
+                    found.add(Region(int(match.group(1), 16), int(match.group(2), 16), int(match.group(3), 16),
+                                     int(match.group(6))))
+    except OSError:
+        return frozenset()
+    return frozenset(found)
+
+
+def warm(path: Path, mapped: frozenset[Region] | list[Region], keep: object) -> Warming | None:
+    """Page in ``mapped`` (the mappings of ``path`` a load made, `regions`) on a daemon thread; None when there is
+    nothing to warm. ``keep``: the object that owns the mappings (a usearch index, a NumPy memmap), held until the
+    warm-up ends so they outlive it."""
+    if not mapped:
+        return None
+    warming = Warming(path)
+    with _PROCESS.lock:
+        _PROCESS.pending.add(warming)
+    threading.Thread(target=_run, args=(warming, sorted(mapped), keep), name=f"guimem-warm-{path.name}",
+                     daemon=True).start()
     return warming
 
 
-def _populate(warming: Warming, keep: object) -> None:
-    global _told_no_populate
+class Pages:
+    """The files an index mapped at its last load (`track`) and their warm-ups: `warm` starts them, `let_go`
+    stops them and forgets the files (the index changed, or loads others)."""
+
+    def __init__(self) -> None:
+        self._files: list[tuple[Path, frozenset[Region], object]] = []
+        self._warmings: list[Warming] = []
+
+    def track(self, path: Path, load: Callable[[], T], keep: object = None) -> T:
+        """``load()``, which maps ``path``; the mappings it added are remembered, with ``keep`` (default: what
+        ``load`` returned), the object that owns them."""
+        before = regions(path)
+        loaded = load()
+        self._files.append((path, regions(path) - before, loaded if keep is None else keep))
+        return loaded
+
+    def warm(self) -> list[Warming]:
+        """Start paging in every tracked file (warm-ups already under way are cancelled first)."""
+        self._cancel()
+        self._warmings = [w for path, mapped, keep in self._files if (w := warm(path, mapped, keep)) is not None]
+        return list(self._warmings)
+
+    def let_go(self) -> None:
+        """Stop the warm-ups and forget the files."""
+        self._cancel()
+        self._files = []
+
+    def _cancel(self) -> None:
+        for warming in self._warmings:
+            warming.cancel()
+        self._warmings = []
+
+
+class _Process:
+    """What the warm-ups of one process share: one runs at a time, and the bytes they hold (each warmed mapping
+    counts until its owner is freed). Process-wide by nature: it is the process's memory."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.one_at_a_time = threading.Lock()
+        self.held = 0
+        self.pending: weakref.WeakSet[Warming] = weakref.WeakSet()
+        self.libc: ctypes.CDLL | None = None
+        self.told_no_populate = False
+
+    def release(self, size: int) -> None:
+        with self.lock:
+            self.held -= size
+
+    def after_fork(self) -> None:
+        """In a forked child: the parent's warm-up threads are not there; their warm-ups end as failed."""
+        self.lock, self.one_at_a_time, self.held = threading.Lock(), threading.Lock(), 0
+        for warming in list(self.pending):
+            warming._finish(Outcome.FAILED, "the process forked during it")
+        self.pending = weakref.WeakSet()
+
+
+_PROCESS = _Process()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_PROCESS.after_fork)
+
+
+def _run(warming: Warming, mapped: list[Region], keep: object) -> None:
+    try:
+        with _PROCESS.one_at_a_time:
+            outcome, detail = _populate(warming, mapped, keep)
+    except Exception as exc:  # a warm-up is an optimisation: whatever fails, the searches fault the pages in
+        outcome, detail = Outcome.FAILED, str(exc)
+    log.debug("warming %s: %s %s", warming.path, outcome, detail)
+    with _PROCESS.lock:
+        _PROCESS.pending.discard(warming)
+    warming._finish(outcome, detail)
+
+
+def _populate(warming: Warming, mapped: list[Region], keep: object) -> tuple[Outcome, str]:
+    total = sum(r.end - r.start for r in mapped)
+    available = _available()
+    with _PROCESS.lock:
+        if available is not None and _PROCESS.held + total > SHARE_OF_AVAILABLE * available:
+            log.info("%s (%d MB) is left to fault in on demand: %d MB of memory available, %d MB already warmed",
+                     warming.path, total >> 20, available >> 20, _PROCESS.held >> 20)
+            return Outcome.LEFT, f"{total >> 20} MB, {available >> 20} MB available"
+        _PROCESS.held += total
+    with contextlib.suppress(TypeError):  # an owner that cannot be watched: counted until the process ends
+        weakref.finalize(keep, _PROCESS.release, total)
     began = time.perf_counter()
     try:
-        ranges = _mappings(warming.path)
-        total = sum(end - start for start, end in ranges)
-        if not ranges:
-            warming._finish("not mapped")
-            return
-        available = _available()
-        if available is not None and total > SHARE_OF_AVAILABLE * available:
-            log.info("%s (%d MB) is left to fault in on demand: %d MB of memory available", warming.path,
-                     total >> 20, available >> 20)
-            warming._finish(f"left: {total >> 20} MB, {available >> 20} MB available")
-            return
-        advice = MADV_POPULATE_READ
-        for start, end in ranges:
-            at = start
-            while at < end:
-                length = min(CHUNK, end - at)
-                err = _madvise(at, length, advice)
-                if err == EINVAL and advice == MADV_POPULATE_READ:
-                    if not _told_no_populate:
-                        _told_no_populate = True
-                        log.info("this kernel has no MADV_POPULATE_READ (Linux 5.14+): memory-mapped indexes are "
-                                 "read ahead with MADV_WILLNEED and paged in by reading them")
-                    advice = MADV_WILLNEED
-                    continue
-                if err:
-                    log.debug("warming %s stopped: %s", warming.path, os.strerror(err))
-                    warming._finish(f"failed: {os.strerror(err)}")
-                    return
-                _touch(at, length)
-                at += length
-        log.debug("warmed %s (%d MB) in %.2f s", warming.path, total >> 20, time.perf_counter() - began)
-        warming._finish("populated" if advice == MADV_POPULATE_READ else "touched")
-    except Exception as exc:  # a warm-up is an optimisation: whatever fails here, the searches fault pages in
-        log.debug("warming %s failed: %s", warming.path, exc)
-        warming._finish(f"failed: {exc}")
-    finally:
-        del keep
+        file = open(warming.path, "rb")  # noqa: SIM115  (closed below)
+    except OSError as exc:
+        return Outcome.FAILED, str(exc)
+    with file:
+        outcome = _page_in(warming, mapped, file)
+    log.debug("warmed %s (%d MB) in %.2f s", warming.path, total >> 20, time.perf_counter() - began)
+    return outcome
 
 
-def _touch(start: int, length: int) -> None:
-    """Read one byte of every page of a mapped range. A page the kernel just mapped may not yet be mapped for the
-    processor (a virtual machine's host maps guest memory on first access): measured on this project's VM, the
-    first thirty searches of a 1M graph populated but untouched took 4.6-7.5 ms p50 after the page cache was
-    dropped, against 2-2.5 ms touched (docs/performance.md). NumPy releases the GIL for the strided sum."""
-    pages = np.ctypeslib.as_array((ctypes.c_uint8 * length).from_address(start))
-    int(pages[::PAGE].sum(dtype=np.uint64))
+def _page_in(warming: Warming, mapped: list[Region], file: BinaryIO) -> tuple[Outcome, str]:
+    """Populate each region a chunk at a time and read the chunk through ``file``."""
+    buffer = bytearray(CHUNK)
+    same = os.fstat(file.fileno()).st_ino
+    advice = MADV_POPULATE_READ
+    for region in mapped:
+        at = region.start
+        while at < region.end:
+            if warming._cancelled.is_set():
+                return Outcome.CANCELLED, ""
+            length = min(CHUNK, region.end - at)
+            err = _madvise(at, length, advice)
+            if err == EINVAL and advice == MADV_POPULATE_READ:
+                if not _PROCESS.told_no_populate:
+                    _PROCESS.told_no_populate = True
+                    log.info("this kernel has no MADV_POPULATE_READ (Linux 5.14+): memory-mapped indexes are "
+                             "read ahead with MADV_WILLNEED, and their first searches map the pages")
+                advice = MADV_WILLNEED
+                continue
+            if err:
+                return Outcome.FAILED, f"madvise: {os.strerror(err)}"
+            if region.inode == same:
+                _read_through(file, buffer, region.offset + (at - region.start), length)
+            at += length
+    return (Outcome.POPULATED if advice == MADV_POPULATE_READ else Outcome.READ_AHEAD), ""
+
+
+def _read_through(file: BinaryIO, buffer: bytearray, offset: int, length: int) -> None:
+    """Read a part of the file into ``buffer``: the same page-cache pages the mapping shows, each read once.
+    A page the kernel has just mapped is not yet cheap for the processor on a virtual machine (its host maps guest
+    memory on first access): measured on this project's VM, the first thirty searches of a 1M graph populated but
+    not read took 4.6-7.5 ms p50 after the page cache was dropped, against 2-2.5 ms read (docs/performance.md).
+    Through the file, not the mapping: nothing can fault, whatever happens to the mapping meanwhile."""
+    os.preadv(file.fileno(), [memoryview(buffer)[:length]], offset)
 
 
 def _madvise(start: int, length: int, advice: int) -> int:
     """``madvise`` on a range of this process; 0, or the errno. ctypes releases the GIL for the call."""
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-        _libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-        _libc.madvise.restype = ctypes.c_int
-    if _libc.madvise(start, length, advice) == 0:
+    libc = _PROCESS.libc
+    if libc is None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+        libc.madvise.restype = ctypes.c_int
+        _PROCESS.libc = libc  # published once it is set up (warm-ups run one at a time, but tests call this)
+    if libc.madvise(start, length, advice) == 0:
         return 0
     return ctypes.get_errno()
-
-
-def _mappings(path: Path) -> list[tuple[int, int]]:
-    """The address ranges where this process maps ``path`` (matched by device and inode, else by its path:
-    overlay file systems show the lower file's numbers)."""
-    info = os.stat(path)
-    real = os.path.realpath(path)
-    ranges = []
-    with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
-        for line in maps:
-            match = _MAPS_LINE.match(line.rstrip("\n"))
-            if match is None:
-                continue
-            start, end, major, minor, inode, name = match.groups()
-            same = int(inode) == info.st_ino and (int(major, 16), int(minor, 16)) == (
-                os.major(info.st_dev), os.minor(info.st_dev))
-            if same or (name or "") == real:
-                ranges.append((int(start, 16), int(end, 16)))
-    return ranges
 
 
 def _available() -> int | None:
@@ -180,13 +301,13 @@ def _available() -> int | None:
 
 def resident(path: Path) -> int:
     """Bytes of ``path`` mapped into this process's memory now (``Rss`` of its mappings in ``/proc/self/smaps``)."""
-    ranges = set(_mappings(path))
+    real = os.path.realpath(path)
     total, counting = 0, False
     with open("/proc/self/smaps", encoding="utf-8", errors="replace") as smaps:
         for line in smaps:
             match = _MAPS_LINE.match(line.rstrip("\n"))
             if match is not None:
-                counting = (int(match.group(1), 16), int(match.group(2), 16)) in ranges
+                counting = match.group(7) == real
             elif counting and line.startswith("Rss:"):
                 total += int(line.split()[1]) * 1024
     return total

@@ -53,7 +53,7 @@ class VectorTable:
         self._spill: IO[bytes] | None = None
         self._spilled = 0  # rows in the spill file
         self._spill_map: NDArray[np.float32] | None = None
-        self.warming: paging.Warming | None = None  # the loaded rows paged in (`paging.warm`)
+        self._pages = paging.Pages()  # the loaded rows' mapping, to page in (`warm`)
 
     @property
     def dim(self) -> int:
@@ -133,8 +133,9 @@ class VectorTable:
 
     def load(self, path: Path) -> None:
         """Open what `save` (or `ExactIndex.save`) wrote, memory-mapped read-only; anything added is dropped."""
+        pages = paging.Pages()
         try:
-            matrix = np.load(path / "vectors.npy", mmap_mode="r")
+            matrix = pages.track(path / "vectors.npy", lambda: np.load(path / "vectors.npy", mmap_mode="r"))
             ids = [str(i) for i in np.load(path / "ids.npy").tolist()]
         except (OSError, ValueError) as exc:
             raise StoreError(f"cannot load vector table from {path}: {exc}") from exc
@@ -153,13 +154,18 @@ class VectorTable:
         self.close()
         if handle is not None:
             self._base, self._base_file = matrix, (handle, int(matrix.offset))
-            self.warming = paging.warm(path / "vectors.npy", keep=matrix)
+            self._pages = pages
         self._ids = ids
         self._row = {key: row for row, key in enumerate(ids)}
+
+    def warm(self) -> list[paging.Warming]:
+        """Page in the rows the last `load` mapped, on a background thread (`paging.warm`)."""
+        return self._pages.warm()
 
     def close(self) -> None:
         """Close the files it holds (the spill file goes with them) and empty the table; vectors handed out
         stay readable."""
+        self._pages.let_go()
         for file in (self._spill, self._base_file[0] if self._base_file else None):
             if file is not None:
                 file.close()
