@@ -4,13 +4,12 @@ A memory opened from its index cache views its files memory-mapped: nothing is r
 searches fault in the pages they touch one at a time, from the disk when the file is not in the page cache.
 Measured at 1M items (docs/performance.md): the first search of the 874 MB graph took 470-750 ms, against about
 2 ms once it is resident. An index records the address ranges its load mapped (`regions`, the maps before and
-after: only its own mappings); `warm` then pages them in on a background thread, 2 MB at a time:
-``MADV_POPULATE_READ`` (Linux 5.14+; on an older kernel ``MADV_WILLNEED``), then a read of the same part of the
-file (`_read_through`). One warm-up runs at a time in a process, and all it holds stays under
-`SHARE_OF_AVAILABLE` of the memory available; past that a file is left to fault in on demand. The pages are the
-file's (clean, shared with the page cache): the kernel may drop them again under pressure, and no search waits
-for a warm-up. The owner cancels one whose mapping it lets go (`Warming.cancel`). Turned off with the setting
-``warm_indexes`` (``GUIMEM_WARM_INDEXES=false``).
+after: only its own mappings); `warm` then pages them in on a background thread, 16 MB at a time: a read through
+the file (`_read_through`), then ``MADV_POPULATE_READ`` (Linux 5.14+) to map what was read. One warm-up runs at a
+time in a process, and all they hold stays under `SHARE_OF_AVAILABLE` of the memory available; past that a file
+is left to fault in on demand. The pages are the file's (clean, shared with the page cache): the kernel may drop
+them again under pressure, and no search waits for a warm-up. The owner cancels one whose mapping it lets go
+(`Warming.cancel`). Turned off with the setting ``warm_indexes`` (``GUIMEM_WARM_INDEXES=false``).
 """
 
 from __future__ import annotations
@@ -33,7 +32,6 @@ from typing import BinaryIO, NamedTuple, Protocol, TypeVar, runtime_checkable
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-MADV_WILLNEED = 3
 MADV_POPULATE_READ = 22
 EINVAL = 22
 PAGE = mmap.PAGESIZE
@@ -41,9 +39,10 @@ SMALLEST = 1 << 20
 """Files below this size are not warmed: their few pages fault in faster than a thread starts."""
 SHARE_OF_AVAILABLE = 0.5
 """What this process's warm-ups hold together stays under this share of ``MemAvailable``."""
-CHUNK = 2 << 20
-"""Bytes populated per call: the process's own calls that change its address space (an allocator's ``mmap``)
-wait for the populate's hold on it one chunk at most (64 MB chunks stalled the main thread up to 56 ms)."""
+CHUNK = 16 << 20
+"""Bytes read, then populated, per step: few enough steps that the thread seldom waits for the GIL (2 MB steps took
+3.6-4.3 s for 874 MB beside a busy main thread), and a populate of pages already read holds the address space
+briefly (populating 64 MB straight from the disk stalled the main thread's allocations up to 56 ms)."""
 
 _MAPS_LINE = re.compile(r"^([0-9a-f]+)-([0-9a-f]+) \S+ ([0-9a-f]+) ([0-9a-f]+):([0-9a-f]+) (\d+)(?:\s+(.*))?$")
 
@@ -53,8 +52,8 @@ class Outcome(enum.StrEnum):
 
     POPULATED = "populated"
     """Every page mapped into the process and read once."""
-    READ_AHEAD = "read ahead"
-    """The kernel lacks ``MADV_POPULATE_READ``: the file read ahead and read once; the searches map the pages."""
+    READ = "read"
+    """The kernel lacks ``MADV_POPULATE_READ``: the file read into the page cache; the searches map the pages."""
     LEFT = "left"
     """Too large for the memory available: left to fault in on demand."""
     CANCELLED = "cancelled"
@@ -239,30 +238,30 @@ def _populate(warming: Warming, mapped: list[Region], keep: object) -> tuple[Out
 
 
 def _page_in(warming: Warming, mapped: list[Region], file: BinaryIO) -> tuple[Outcome, str]:
-    """Populate each region a chunk at a time and read the chunk through ``file``."""
+    """Read each region through ``file`` a chunk at a time, then map the chunk (``MADV_POPULATE_READ``): read first,
+    so that the populate finds the pages in the page cache and holds the address space only briefly."""
     buffer = bytearray(CHUNK)
     same = os.fstat(file.fileno()).st_ino
-    advice = MADV_POPULATE_READ
+    populate = True
     for region in mapped:
         at = region.start
         while at < region.end:
             if warming._cancelled.is_set():
                 return Outcome.CANCELLED, ""
             length = min(CHUNK, region.end - at)
-            err = _madvise(at, length, advice)
-            if err == EINVAL and advice == MADV_POPULATE_READ:
-                if not _PROCESS.told_no_populate:
-                    _PROCESS.told_no_populate = True
-                    log.info("this kernel has no MADV_POPULATE_READ (Linux 5.14+): memory-mapped indexes are "
-                             "read ahead with MADV_WILLNEED, and their first searches map the pages")
-                advice = MADV_WILLNEED
-                continue
-            if err:
-                return Outcome.FAILED, f"madvise: {os.strerror(err)}"
             if region.inode == same:
                 _read_through(file, buffer, region.offset + (at - region.start), length)
+            err = _madvise(at, length, MADV_POPULATE_READ) if populate else 0
+            if err == EINVAL:
+                if not _PROCESS.told_no_populate:
+                    _PROCESS.told_no_populate = True
+                    log.info("this kernel has no MADV_POPULATE_READ (Linux 5.14+): memory-mapped indexes are read "
+                             "into the page cache, and their first searches map the pages")
+                populate = False
+            elif err:
+                return Outcome.FAILED, f"madvise: {os.strerror(err)}"
             at += length
-    return (Outcome.POPULATED if advice == MADV_POPULATE_READ else Outcome.READ_AHEAD), ""
+    return (Outcome.POPULATED if populate else Outcome.READ), ""
 
 
 def _read_through(file: BinaryIO, buffer: bytearray, offset: int, length: int) -> None:
