@@ -44,6 +44,7 @@ def test_a_reopen_reads_the_cache_and_recalls_the_same(kit, tmp_path, monkeypatc
     first = _learned(kit)
     expected, stats = _view(first), first.stats()
     warmed: list[str] = []
+    monkeypatch.setattr(paging, "SMALLEST", 0)  # this memory's files are small: tracked all the same
     monkeypatch.setattr(paging, "warm", lambda path, mapped, keep: warmed.append(path.name))
     again = GraphMemory(kit, SETTINGS)
     assert again._adjacency is not None, "opened from the cache"
@@ -652,11 +653,11 @@ def test_a_side_array_read_at_random_is_paged_in_and_one_read_at_once_is_not(kit
     for key in ("adjacency", "ids"):
         np.save(tmp_path / f"{key}.npy", np.arange(300_000, dtype=np.int64))
     cache = IndexCache(_cached(kit, tmp_path))
-    adjacency = cache.mapped_array(tmp_path, "adjacency")
+    [adjacency] = cache.mapped_arrays(tmp_path, ["adjacency"])
     ids = IndexCache.array(tmp_path, "ids")
     assert warmed == ["adjacency.npy"]
     assert int(adjacency[-1]) == int(ids[-1]) == 299_999
-    IndexCache(dataclasses.replace(_cached(kit, tmp_path), warm_indexes=False)).mapped_array(tmp_path, "adjacency")
+    IndexCache(dataclasses.replace(_cached(kit, tmp_path), warm_indexes=False)).mapped_arrays(tmp_path, ["adjacency"])
     assert warmed == ["adjacency.npy"], "turned off in the memory's settings"
 
 
@@ -689,3 +690,17 @@ def test_the_setting_reaches_the_memory_from_the_environment(tmp_path, monkeypat
         memory.close()
     monkeypatch.delenv("GUIMEM_WARM_INDEXES")
     assert GuimemSettings().warm_indexes is True  # on unless turned off
+
+
+def test_an_entry_is_paged_in_only_once_every_part_of_it_is_accepted(kit, tmp_path, monkeypatch):
+    kit = _cached(kit, tmp_path)
+    graph = _learned(kit)
+    warmed: list[object] = []
+    monkeypatch.setattr(IndexCache, "warm", lambda self, index: warmed.append(index) or [])
+    from guimem.vectors import create_index
+
+    nodes, missing = (create_index(kit.vector_index, kit.embedder.dim) for _ in range(2))
+    assert graph.edges.open_entry("nodes", [("nodes", nodes), ("no-such-entry", missing)]) is None
+    assert warmed == [], "a part was missing: the caller rebuilds, nothing is paged in"
+    assert graph.edges.open_entry("nodes", [("nodes", nodes)], counts=False) is not None
+    assert warmed == [nodes]

@@ -135,8 +135,8 @@ class GraphMemory(StoredRounds):
         if found is not None:
             folder, extras = found
             try:
-                adj_nodes, adj_offsets, adj_edges = (self.cache.mapped_array(folder, key)  # read at random
-                                                     for key in ("adj_nodes", "adj_offsets", "adj_edges"))
+                adj_nodes, adj_offsets, adj_edges = self.cache.mapped_arrays(  # read at random
+                    folder, ("adj_nodes", "adj_offsets", "adj_edges"))
                 self._adjacency = (adj_nodes, adj_offsets, adj_edges)
             except (OSError, ValueError) as exc:  # unreadable: rebuilt from the store, as any unusable entry
                 log.warning("index cache %s unreadable (%s); rebuilding", folder, exc)

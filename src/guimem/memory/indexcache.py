@@ -17,6 +17,8 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -174,15 +176,16 @@ class IndexCache:
             return None
         return found[1]
 
-    def fill(self, folder: Path, index: Saved) -> bool:
-        """Fill ``index`` from an entry's folder (`load`), then `warm` it; False (rebuild) when it cannot be
-        read."""
+    def fill(self, folder: Path, index: Saved, warm: bool = True) -> bool:
+        """Fill ``index`` from an entry's folder (`load`), then `warm` it (``warm`` False: the caller does, once
+        everything it opens with it is accepted); False (rebuild) when it cannot be read."""
         try:
             index.load(folder / "index")
         except Exception as exc:  # a corrupt cache file is rebuilt from the store, never trusted
             log.warning("index cache %s unreadable (%s); rebuilding", folder, exc)
             return False
-        self.warm(index)
+        if warm:
+            self.warm(index)
         return True
 
     def warm(self, index: object) -> list[paging.Warming]:
@@ -207,12 +210,14 @@ class IndexCache:
         array: NDArray[Any] = np.load(folder / f"{key}.npy", mmap_mode="r")
         return array
 
-    def mapped_array(self, folder: Path, key: str) -> NDArray[Any]:
-        """A side array that stays mapped and is read at random: memory-mapped and paged in on a background
-        thread (`warm`)."""
+    def mapped_arrays(self, folder: Path, keys: Sequence[str]) -> list[NDArray[Any]]:
+        """Side arrays that stay mapped and are read at random: memory-mapped, then, once all of them opened,
+        paged in on a background thread (`warm`)."""
         pages = paging.Pages()
-        path = folder / f"{key}.npy"
-        array: NDArray[Any] = pages.track(path, lambda: np.load(path, mmap_mode="r"))
+        arrays: list[NDArray[Any]] = []
+        for key in keys:
+            path = folder / f"{key}.npy"
+            arrays.append(pages.track(path, partial(np.load, path, mmap_mode="r")))
         if self.kit.warm_indexes:
             pages.warm()
-        return array
+        return arrays

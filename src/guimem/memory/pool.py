@@ -108,12 +108,12 @@ class PoolSearch:
         try:
             index.load(folder / "index")
             members = {str(i) for i in cache.array(folder, "members").tolist()}
-            cache.warm(index)
         except Exception as exc:  # a corrupt cache entry is rebuilt, never trusted
             log.warning("pool index %s unreadable (%s); rebuilding", folder, exc)
             return False
         if any(i not in index for i in members):
             return False
+        cache.warm(index)  # accepted: paged in
         self._index, self._members, self._entries, self._seen, self.unsaved = index, members, None, -1, 0
         return True
 

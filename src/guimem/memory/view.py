@@ -185,12 +185,14 @@ class ItemView(Generic[Body]):
         opened: dict[str, tuple[Path, dict[str, Any]]] = {}
         for index_name, index in indexes:  # each entry's pointer read once: index and arrays from one entry
             entry = self.cache.load(index_name)
-            if entry is None or not self.cache.fill(entry[0], index):
+            if entry is None or not self.cache.fill(entry[0], index, warm=False):
                 return None
             opened[index_name] = entry
         found = opened.get(name) or self.cache.load(name)
         if found is None:
             return None
+        for _, index in indexes:  # every part accepted: paged in
+            self.cache.warm(index)
         if counts:
             saved = found[1].get("counts", {})
             self.set_counts({str(k): int(v) for k, v in saved.items()} if isinstance(saved, dict) else {})

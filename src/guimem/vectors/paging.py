@@ -14,7 +14,6 @@ them again under pressure, and no search waits for a warm-up. The owner cancels 
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import enum
 import logging
@@ -136,8 +135,13 @@ def warm(path: Path, mapped: frozenset[Region] | list[Region], keep: object) -> 
     warming = Warming(path)
     with _PROCESS.lock:
         _PROCESS.pending.add(warming)
-    threading.Thread(target=_run, args=(warming, sorted(mapped), keep), name=f"guimem-warm-{path.name}",
-                     daemon=True).start()
+    try:
+        threading.Thread(target=_run, args=(warming, sorted(mapped), keep), name=f"guimem-warm-{path.name}",
+                         daemon=True).start()
+    except RuntimeError as exc:  # no thread to be had (a limit, the interpreter ending): the searches fault
+        with _PROCESS.lock:
+            _PROCESS.pending.discard(warming)
+        warming._finish(Outcome.FAILED, f"no thread: {exc}")
     return warming
 
 
@@ -154,7 +158,14 @@ class Pages:
         ``load`` returned), the object that owns them."""
         before = regions(path)
         loaded = load()
-        self._files.append((path, regions(path) - before, loaded if keep is None else keep))
+        owner = loaded if keep is None else keep
+        mapped = regions(path) - before
+        try:
+            weakref.ref(owner)  # the budget follows the owner's life: one a weak reference cannot follow is not warmed
+        except TypeError:
+            return loaded
+        if mapped:
+            self._files.append((path, mapped, owner))
         return loaded
 
     def warm(self) -> list[Warming]:
@@ -188,7 +199,7 @@ class _Process:
 
     def release(self, size: int) -> None:
         with self.lock:
-            self.held -= size
+            self.held = max(0, self.held - size)  # a forked child starts from 0 while its parent's owners live on
 
     def after_fork(self) -> None:
         """In a forked child: the parent's warm-up threads are not there; their warm-ups end as failed."""
@@ -216,6 +227,8 @@ def _run(warming: Warming, mapped: list[Region], keep: object) -> None:
 
 
 def _populate(warming: Warming, mapped: list[Region], keep: object) -> tuple[Outcome, str]:
+    if warming._cancelled.is_set():  # let go while it waited for its turn
+        return Outcome.CANCELLED, ""
     total = sum(r.end - r.start for r in mapped)
     available = _available()
     with _PROCESS.lock:
@@ -224,15 +237,19 @@ def _populate(warming: Warming, mapped: list[Region], keep: object) -> tuple[Out
                      warming.path, total >> 20, available >> 20, _PROCESS.held >> 20)
             return Outcome.LEFT, f"{total >> 20} MB, {available >> 20} MB available"
         _PROCESS.held += total
-    with contextlib.suppress(TypeError):  # an owner that cannot be watched: counted until the process ends
-        weakref.finalize(keep, _PROCESS.release, total)
+    try:
+        held = weakref.finalize(keep, _PROCESS.release, total)  # counted while the owner lives
+    except TypeError:
+        _PROCESS.release(total)
+        return Outcome.FAILED, "an owner whose life cannot be followed"
     began = time.perf_counter()
     try:
-        file = open(warming.path, "rb")  # noqa: SIM115  (closed below)
+        with open(warming.path, "rb") as file:
+            outcome = _page_in(warming, mapped, file)
     except OSError as exc:
-        return Outcome.FAILED, str(exc)
-    with file:
-        outcome = _page_in(warming, mapped, file)
+        outcome = Outcome.FAILED, str(exc)
+    if outcome[0] is not Outcome.POPULATED and outcome[0] is not Outcome.READ:
+        held()  # nothing (or not all) was paged in: not counted against the next ones
     log.debug("warmed %s (%d MB) in %.2f s", warming.path, total >> 20, time.perf_counter() - began)
     return outcome
 
@@ -244,13 +261,14 @@ def _page_in(warming: Warming, mapped: list[Region], file: BinaryIO) -> tuple[Ou
     same = os.fstat(file.fileno()).st_ino
     populate = True
     for region in mapped:
+        if region.inode != same:  # another file is at the path now: populating would read the disk unpaced
+            return Outcome.LEFT, "the file was replaced since it was mapped"
         at = region.start
         while at < region.end:
             if warming._cancelled.is_set():
                 return Outcome.CANCELLED, ""
             length = min(CHUNK, region.end - at)
-            if region.inode == same:
-                _read_through(file, buffer, region.offset + (at - region.start), length)
+            _read_through(file, buffer, region.offset + (at - region.start), length)
             err = _madvise(at, length, MADV_POPULATE_READ) if populate else 0
             if err == EINVAL:
                 if not _PROCESS.told_no_populate:
