@@ -704,3 +704,24 @@ def test_an_entry_is_paged_in_only_once_every_part_of_it_is_accepted(kit, tmp_pa
     assert warmed == [], "a part was missing: the caller rebuilds, nothing is paged in"
     assert graph.edges.open_entry("nodes", [("nodes", nodes)], counts=False) is not None
     assert warmed == [nodes]
+
+
+def test_closing_a_memory_stops_the_warm_ups_it_started(kit, tmp_path, monkeypatch):
+    import threading
+
+    from guimem.vectors import paging
+
+    kit = _cached(kit, tmp_path)
+    _learned(kit)
+    monkeypatch.setattr(paging, "SMALLEST", 0)  # this memory's files are small: warmed all the same
+    gate = threading.Event()
+    real = paging._read_through
+    monkeypatch.setattr(paging, "_read_through", lambda *args: gate.wait(10) and real(*args))
+    reopened_kit = dataclasses.replace(kit, warmups=[])
+    again = GraphMemory(reopened_kit, SETTINGS)
+    started = list(reopened_kit.warmups)
+    assert started, "opened from the cache: its files are being paged in"
+    again.close()
+    gate.set()
+    assert all(w.wait(30) for w in started)
+    assert any(w.outcome is paging.Outcome.CANCELLED for w in started) and reopened_kit.warmups == []

@@ -36,6 +36,7 @@ from guimem.errors import DataError, EpisodeRefusedError
 from guimem.memory.ahead import RecallAhead
 from guimem.memory.hostile import acted_on_hostile
 from guimem.memory.keys import RoundClock
+from guimem.memory.kit import MemoryKit
 from guimem.storage import Store
 from guimem.storage.base import Change, EventDraft, Versioned
 from guimem.types import Action, Injection, Observation, Step, Task, Trajectory
@@ -333,9 +334,12 @@ class StoredRounds(ABC):
         return self.rounds.committed()
 
     def close(self) -> None:
-        """`_before_close`, then close the store (idempotent)."""
+        """`_before_close`, then close the store (idempotent); warm-ups of its index files under way stop."""
         if self._ahead is not None:
             self._ahead.close()
+        kit = getattr(self, "kit", None)  # the shipped methods hold one; a method of one's own may not
+        if isinstance(kit, MemoryKit):
+            kit.let_go_warmups()
         self._before_close()
         self.rounds.close()
 

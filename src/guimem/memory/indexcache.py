@@ -192,7 +192,7 @@ class IndexCache:
         """Page in what an index just opened from an entry mapped (`paging.Warmable`), on a background thread,
         unless the memory's settings turned it off (``warm_indexes``)."""
         if self.kit.warm_indexes and isinstance(index, paging.Warmable):
-            return index.warm()
+            return self.kit.started(index.warm())
         return []
 
     def save_index(self, name: str, index: Saved, arrays: dict[str, NDArray[Any]] | None = None,
@@ -219,5 +219,5 @@ class IndexCache:
             path = folder / f"{key}.npy"
             arrays.append(pages.track(path, partial(np.load, path, mmap_mode="r")))
         if self.kit.warm_indexes:
-            pages.warm()
+            self.kit.started(pages.warm())
         return arrays

@@ -38,6 +38,7 @@ from guimem.types import (
     Task,
 )
 from guimem.types.ui import kept_for_screen
+from guimem.vectors.paging import Warming
 
 
 @dataclass
@@ -65,6 +66,19 @@ class MemoryKit:
     cache_dir: Path | None = None
     warm_indexes: bool = True
     defences: Defences = field(default_factory=Defences)
+    warmups: list[Warming] = field(default_factory=list, repr=False, compare=False)
+    """Warm-ups of index files this memory started (`IndexCache.warm`): let go when it closes."""
+
+    def started(self, warmups: list[Warming]) -> list[Warming]:
+        """Keep ``warmups`` among this memory's (the finished ones are forgotten); returns them."""
+        self.warmups[:] = [w for w in self.warmups if not w.done.is_set()] + warmups
+        return warmups
+
+    def let_go_warmups(self) -> None:
+        """Cancel this memory's warm-ups still under way (it closes: its indexes are no longer searched)."""
+        for warming in self.warmups:
+            warming.cancel()
+        self.warmups.clear()
 
     def counts(self, kind: str) -> dict[str, int]:
         """This memory's current items of ``kind`` by status: one grouped count in the store, not a read."""
