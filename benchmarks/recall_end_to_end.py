@@ -584,8 +584,6 @@ def in_eval(method: str, size: int, rounds: int, workers: int, stand_in_above: i
 def after_open_child(method: str, store_path: str, cache_dir: str, queries: int) -> dict[str, object]:
     """In a fresh process: open ``method`` from its index cache, then ``queries`` recalls of screens whose
     embeddings are already cached (memory's own work only), right away and without waiting for anything."""
-    import threading
-
     import usearch.index as usearch_index
 
     from guimem.embeddings import create_embedder
@@ -624,9 +622,8 @@ def after_open_child(method: str, store_path: str, cache_dir: str, queries: int)
         recall_ms.append((time.perf_counter() - t) * 1000)
         search_ms.append(searched[0] * 1000)
     t = time.perf_counter()
-    for thread in threading.enumerate():
-        if thread.name.startswith("guimem-warm"):
-            thread.join()
+    for warming in memory.kit.warmups:  # the warm-ups it started (the shipped methods hold their kit)
+        warming.wait()
     warming_left = time.perf_counter() - t
     memory.close()
     return {"open_s": opened, "first_ms": recall_ms[0], "recall_p50": _p(recall_ms, 0.5),

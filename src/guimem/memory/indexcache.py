@@ -18,7 +18,6 @@ import shutil
 import time
 import uuid
 from collections.abc import Sequence
-from functools import partial
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -214,10 +213,6 @@ class IndexCache:
         """Side arrays that stay mapped and are read at random: memory-mapped, then, once all of them opened,
         paged in on a background thread (`warm`)."""
         pages = paging.Pages()
-        arrays: list[NDArray[Any]] = []
-        for key in keys:
-            path = folder / f"{key}.npy"
-            arrays.append(pages.track(path, partial(np.load, path, mmap_mode="r")))
-        if self.kit.warm_indexes:
-            self.kit.started(pages.warm())
+        arrays: list[NDArray[Any]] = [pages.load_array(folder / f"{key}.npy") for key in keys]
+        self.warm(pages)
         return arrays

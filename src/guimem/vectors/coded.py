@@ -111,7 +111,7 @@ class Codes:
         self.clear()
         pages = paging.Pages()
         try:
-            codes = pages.track(path / "codes.npy", lambda: np.load(path / "codes.npy", mmap_mode="r"))
+            codes = pages.load_array(path / "codes.npy")
             norms = np.load(path / "code_norms.npy", mmap_mode="r")
         except (OSError, ValueError):
             return  # an index saved without codes (or before them): coded on its first search

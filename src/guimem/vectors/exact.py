@@ -134,7 +134,7 @@ class ExactIndex:
         """Load what `save` wrote (the vectors memory-mapped, read-only until changed; `warm` pages them in)."""
         pages = paging.Pages()
         try:
-            matrix = pages.track(path / "vectors.npy", lambda: np.load(path / "vectors.npy", mmap_mode="r"))
+            matrix = pages.load_array(path / "vectors.npy")
             ids = np.load(path / "ids.npy").tolist()
         except (OSError, ValueError) as exc:
             raise StoreError(f"cannot load exact index from {path}: {exc}") from exc

@@ -25,8 +25,11 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import BinaryIO, NamedTuple, Protocol, TypeVar, runtime_checkable
+from typing import Any, BinaryIO, NamedTuple, Protocol, TypeVar, runtime_checkable
+
+import numpy as np
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -168,6 +171,10 @@ class Pages:
             self._files.append((path, mapped, owner))
         return loaded
 
+    def load_array(self, path: Path) -> Any:
+        """``np.load(path, mmap_mode="r")``, tracked (`track`)."""
+        return self.track(path, partial(np.load, path, mmap_mode="r"))
+
     def warm(self) -> list[Warming]:
         """Start paging in every tracked file (warm-ups already under way are cancelled first)."""
         self._cancel()
@@ -248,7 +255,7 @@ def _populate(warming: Warming, mapped: list[Region], keep: object) -> tuple[Out
             outcome = _page_in(warming, mapped, file)
     except OSError as exc:
         outcome = Outcome.FAILED, str(exc)
-    if outcome[0] is not Outcome.POPULATED and outcome[0] is not Outcome.READ:
+    if outcome[0] not in (Outcome.POPULATED, Outcome.READ):
         held()  # nothing (or not all) was paged in: not counted against the next ones
     log.debug("warmed %s (%d MB) in %.2f s", warming.path, total >> 20, time.perf_counter() - began)
     return outcome

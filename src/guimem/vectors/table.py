@@ -135,7 +135,7 @@ class VectorTable:
         """Open what `save` (or `ExactIndex.save`) wrote, memory-mapped read-only; anything added is dropped."""
         pages = paging.Pages()
         try:
-            matrix = pages.track(path / "vectors.npy", lambda: np.load(path / "vectors.npy", mmap_mode="r"))
+            matrix = pages.load_array(path / "vectors.npy")
             ids = [str(i) for i in np.load(path / "ids.npy").tolist()]
         except (OSError, ValueError) as exc:
             raise StoreError(f"cannot load vector table from {path}: {exc}") from exc
