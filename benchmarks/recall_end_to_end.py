@@ -500,8 +500,10 @@ def agent_waits(run_dir: Path, method: str, rounds: int) -> dict[str, object]:
     the steps where memory showed items, and apart: those of them whose recall computed (or waited for) an
     embedding (`timings_ms["embed"]` > 0), those that are an episode's first step (recalled ahead only when the env
     foresaw its start: a task it had started before) and the later ones (a settle wait before them), how many of
-    each under 0.5 ms (recalled ahead), and the steps where memory showed nothing. ``slowest``: the three slowest
-    steps memory showed items on, as (task, step, recall ms, of it embedding ms), to read what a p95 is made of."""
+    each under 0.5 ms (recalled ahead), and the steps where memory showed nothing. ``ahead``: how many of the steps
+    that showed items used the recall done ahead each way (`Step.recall_ahead`: taken, waited for, or computed because
+    the screen or memory differed), with p50 / p95 of each. ``slowest``: the three slowest steps memory showed items
+    on, as (task, step, recall ms, of it embedding ms, how it used the recall ahead), to read what a p95 is made of."""
     from guimem.harness.runfiles import RunDir
 
     shown: list[float] = []
@@ -510,7 +512,8 @@ def agent_waits(run_dir: Path, method: str, rounds: int) -> dict[str, object]:
     rest: list[float] = []
     later: list[float] = []
     nothing: list[float] = []
-    slow: list[tuple[float, str, int, float]] = []
+    slow: list[tuple[float, str, int, float, str]] = []
+    by_use: dict[str, list[float]] = {}
     run = RunDir(run_dir)
     for r in range(rounds):
         for traj in run.readable_traces(method, r).values():
@@ -523,14 +526,18 @@ def agent_waits(run_dir: Path, method: str, rounds: int) -> dict[str, object]:
                     continue
                 shown.append(ms)
                 embed = step.timings_ms.get("embed", 0.0)
-                slow.append((ms, traj.task.id, i, embed))
+                use = str(step.recall_ahead) if step.recall_ahead is not None else "never"
+                by_use.setdefault(use, []).append(ms)
+                slow.append((ms, traj.task.id, i, embed, use))
                 (embedded if embed > 0 else rest).append(ms)
                 (first if i == 0 else later).append(ms)
     out: dict[str, object] = {"steps": len(shown), "embedded": len(embedded), "first_steps": len(first),
                               "nothing": len(nothing), "first_under_half_ms": sum(ms < 0.5 for ms in first),
                               "later_under_half_ms": sum(ms < 0.5 for ms in later)}
     slow.sort(key=lambda s: -s[0])
-    out["slowest"] = [[task, i, ms, embed] for ms, task, i, embed in slow[:3]]
+    out["slowest"] = [[task, i, ms, embed, use] for ms, task, i, embed, use in slow[:3]]
+    out["ahead"] = {use: {"steps": len(values), "p50": _p(values, 0.5), "p95": _p(values, 0.95)}
+                    for use, values in sorted(by_use.items())}
     for name, values in (("shown", shown), ("embedded", embedded), ("rest", rest), ("first", first),
                          ("later", later),
                          ("nothing", nothing)):

@@ -10,7 +10,7 @@ from guimem.storage import Record
 from guimem.storage.sqlite import SQLiteStore
 from guimem.testing import FormEnv
 from guimem.testing.memory import LOGIN, PASSWORD, USER, ScriptedPolicy
-from guimem.types import InjectedItem, Injection, ItemKind, Task
+from guimem.types import AheadUse, InjectedItem, Injection, ItemKind, Task
 from guimem.types.files import append_trajectory
 from tests.harness.benchmark_module import load
 
@@ -43,17 +43,20 @@ def test_a_seeded_run_starts_at_the_first_round_with_every_item_and_leaves_the_s
     original.close()
 
 
-def _step_with(step, items: int, recall: float, embed: float):
+def _step_with(step, items: int, recall: float, embed: float, use: AheadUse | None = None):
     shown = tuple(InjectedItem(id=f"i{k}", kind=ItemKind.EDGE, text="tap Login") for k in range(items))
-    return step.model_copy(update={"injection": Injection(method="graph", items=shown),
+    return step.model_copy(update={"injection": Injection(method="graph", items=shown), "recall_ahead": use,
                                    "timings_ms": {"recall": recall, "embed": embed, "env": 30.0}})
 
 
 def test_waits_are_read_from_the_traces_apart_by_what_the_step_did(tmp_path):
     run = RunDir(tmp_path / "run")
     # (items shown, recall ms, of it embedding) per step, two episodes in round 0 and one in round 1
-    plans = {0: [[(1, 40.0, 38.0), (1, 2.0, 0.0), (0, 0.1, 0.0)], [(2, 3.0, 0.0), (0, 0.2, 0.0), (1, 1.0, 0.0)]],
-             1: [[(0, 30.0, 29.0), (1, 4.0, 0.0), (1, 50.0, 47.0)]]}
+    # and how it used the recall done ahead
+    taken, other = AheadUse.TAKEN, AheadUse.OTHER_SCREEN
+    plans = {0: [[(1, 40.0, 38.0, other), (1, 2.0, 0.0, taken), (0, 0.1, 0.0)],
+                 [(2, 3.0, 0.0, taken), (0, 0.2, 0.0), (1, 1.0, 0.0, taken)]],
+             1: [[(0, 30.0, 29.0), (1, 4.0, 0.0), (1, 50.0, 47.0, other)]]}
     for r, episodes in plans.items():
         for seed, plan in enumerate(episodes):
             traj = run_episode(FormEnv(), ScriptedPolicy([USER, PASSWORD, LOGIN]),
@@ -71,7 +74,11 @@ def test_waits_are_read_from_the_traces_apart_by_what_the_step_did(tmp_path):
     assert (w["first_p50"], w["first_p95"]) == (3.0, 40.0)
     assert (w["later_p50"], w["later_p95"], w["later_under_half_ms"]) == (4.0, 50.0, 0)
     assert w["nothing_p95"] == 30.0
-    assert w["slowest"] == [["form-01", 2, 50.0, 47.0], ["form-01", 0, 40.0, 38.0], ["form-01", 1, 4.0, 0.0]]
+    assert w["slowest"] == [["form-01", 2, 50.0, 47.0, "other_screen"], ["form-01", 0, 40.0, 38.0, "other_screen"],
+                            ["form-01", 1, 4.0, 0.0, "never"]]
+    assert w["ahead"] == {"never": {"steps": 1, "p50": 4.0, "p95": 4.0},
+                          "other_screen": {"steps": 2, "p50": 40.0, "p95": 50.0},
+                          "taken": {"steps": 3, "p50": 2.0, "p95": 3.0}}
     # a round the run has not reached adds nothing
     assert bench.agent_waits(run.path, "graph", rounds=3) == w
 

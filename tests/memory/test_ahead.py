@@ -9,8 +9,8 @@ import time
 
 import numpy as np
 
-from guimem.memory.ahead import SearchAhead
-from guimem.types import Bounds, Observation, Task, UIElement
+from guimem.memory.ahead import SearchAhead, take_ahead_use
+from guimem.types import AheadUse, Bounds, Observation, Task, UIElement
 from guimem.types.ui import same_screen
 from guimem.vectors import Hit, create_index
 
@@ -228,4 +228,45 @@ def test_a_recall_ahead_not_started_is_dropped_for_another_screen_and_waited_for
     ahead.recall_ahead(task, _screen("a"), lambda: ran.append("a") or "ahead")
     assert ahead.recalled(task, _screen("a"), lambda: ran.append("a again") or "now") == "ahead"
     assert ran == ["b", "a"] and ahead.recalls_taken == 1
+    ahead.close()
+
+
+def test_each_recall_says_how_it_used_the_recall_done_ahead():
+    """What a trace records per step (`Step.recall_ahead`): taken, waited for, or computed and why."""
+    ahead = SearchAhead(lambda: create_index("exact", DIM))
+    task = Task(id="t", goal="g", app="form")
+    preview = _screen("ok", at=1.0)
+    settled = _screen("ok", at=2.0)
+    take_ahead_use()  # what an earlier test's recalls left on this thread
+    assert take_ahead_use() == (None, 0.0)
+    assert ahead.recalled(task, settled, lambda: "now") == "now"
+    assert take_ahead_use() == (AheadUse.NONE, 0.0)
+    assert take_ahead_use() == (None, 0.0)  # taken: forgotten
+    ahead.recall_ahead(task, preview, lambda: "ahead")
+    ahead.settle()
+    assert ahead.recalled(task, settled, lambda: "now") == "ahead"
+    assert take_ahead_use() == (AheadUse.TAKEN, 0.0)
+    assert ahead.recalled(task, _screen("cancel"), lambda: "now") == "now"  # the settled screen was not the preview
+    assert take_ahead_use()[0] is AheadUse.OTHER_SCREEN
+    ahead.recall_ahead(task, preview, lambda: "ahead")
+    assert ahead.recalled(Task(id="t", goal="other", app="form"), settled, lambda: "now") == "now"
+    assert take_ahead_use()[0] is AheadUse.OTHER_SCREEN  # asked ahead for another task
+    ahead.recall_ahead(task, preview, lambda: "ahead")
+    ahead.settle()
+    with ahead.changing():
+        pass
+    assert ahead.recalled(task, settled, lambda: "now") == "now"
+    assert take_ahead_use()[0] is AheadUse.CHANGED
+    started = threading.Event()
+
+    def slow() -> str:
+        started.set()
+        time.sleep(0.2)
+        return "slow ahead"
+
+    ahead.recall_ahead(task, preview, slow)
+    assert started.wait(5)
+    assert ahead.recalled(task, settled, lambda: "now") == "slow ahead"
+    use, waited = take_ahead_use()
+    assert use is AheadUse.WAITED and 50 < waited < 5000
     ahead.close()

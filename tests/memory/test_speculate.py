@@ -14,7 +14,7 @@ from guimem.memory.base import RecallQuery, Speculating
 from guimem.memory.factory import open_memory
 from guimem.settings import GuimemSettings
 from guimem.testing import FormEnv
-from guimem.types import Action, ActionKind, Observation, Task
+from guimem.types import Action, ActionKind, AheadUse, Observation, Task
 from tests.memory.conftest import steps_seen
 
 METHODS = ("graph", "skills", "stack")
@@ -117,6 +117,12 @@ def test_the_injections_are_the_same_with_and_without_speculation(tmp_path):
         assert ahead_embedder.prefetched > 0, f"{method} never used a speculative vector"
         # the whole recall is done ahead, taken only on a previewed screen
         assert ahead_memory.recalled_ahead > 0 and plain_memory.recalled_ahead == 0, method
+        # and the traces say which steps took it
+        uses = [s.recall_ahead for t in ahead for s in t.steps]
+        assert sum(u in (AheadUse.TAKEN, AheadUse.WAITED) for u in uses) == ahead_memory.recalled_ahead, method
+        assert {s.recall_ahead for t in plain for s in t.steps} == {AheadUse.NONE}, method
+        assert all(("ahead_wait" in s.timings_ms) == (s.recall_ahead is AheadUse.WAITED)
+                   for t in ahead for s in t.steps)
 
 
 def test_a_foreseen_first_screen_is_recalled_ahead_and_what_is_recalled_never_changes(tmp_path):

@@ -12,12 +12,14 @@ from guimem.agents.base import Decision, Policy, PolicyInput
 from guimem.embeddings import embedding_ms
 from guimem.envs.base import Env, ForeseeingStart, Previewing, Transition
 from guimem.errors import EnvError, GuimemError, LLMError, StoreError
+from guimem.memory.ahead import take_ahead_use
 from guimem.memory.base import Memory, NoMemory, RecallQuery, Speculating, SpeculatingQueries
 from guimem.types import (
     Action,
     ActionError,
     ActionErrorCode,
     ActionKind,
+    AheadUse,
     InfraComponent,
     InfraFailure,
     Observation,
@@ -197,10 +199,14 @@ def _one_step(
     task, obs, history, index = query.task, query.observation, query.history, query.step
     timings: dict[str, float] = {}
     embedded = embedding_ms()
+    take_ahead_use()
     t = time.perf_counter()
     injection = memory.recall(query)
     timings["recall"] = _ms(t)
     timings["embed"] = round(embedding_ms() - embedded, 3)  # of which computing or waiting for embeddings
+    ahead, waited = take_ahead_use()
+    if ahead is AheadUse.WAITED:
+        timings["ahead_wait"] = waited  # of which waiting for the recall ahead to finish
     injection = injection.model_copy(update={"latency_ms": timings["recall"]})
     t = time.perf_counter()
     decision: Decision = policy.act(PolicyInput(task=task, observation=obs, injection=injection, history=history,
@@ -227,5 +233,5 @@ def _one_step(
     error = decision.error or (transition.error if transition else None)
     step = Step(index=index, observation=obs, action=action, thought=decision.thought, intent=decision.intent,
                 error=error, injection=injection, timings_ms=timings, performed=performed,
-                model_calls=decision.model_calls)
+                model_calls=decision.model_calls, recall_ahead=ahead)
     return step, transition

@@ -11,12 +11,16 @@ A memory whose recall is a function of the task, the screen and what it holds ca
 same way (`recall_ahead`): recall on a screen the same as the preview (`same_screen`: a settled page often is)
 takes the answer (`recalled`), after its own changes are counted (`changing`) exactly as for a search. A
 recall's reads and a change never run at once: both hold one lock.
+
+How each recall used the work done ahead (`AheadUse`: taken, waited for, or computed because the screen or memory
+differed) is kept for the thread that asked (`take_ahead_use`), so that an episode's trace can say it per step.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Hashable, Iterator
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
@@ -25,12 +29,25 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from guimem.types import Observation, Task
+from guimem.types import AheadUse, Observation, Task
 from guimem.types.ui import noted_source, same_screen, screen_key
 from guimem.vectors import Hit, VectorIndex
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+_USE = threading.local()
+
+
+def take_ahead_use() -> tuple[AheadUse | None, float]:
+    """How this thread's last recall since the previous call used the recall done ahead (None: no recall of a
+    memory that recalls ahead ran), and the ms it waited for one under way; forgets both."""
+    use: tuple[AheadUse | None, float] = getattr(_USE, "last", (None, 0.0))
+    _USE.last = (None, 0.0)
+    return use
+
+
+def _used(use: AheadUse, waited_ms: float = 0.0) -> None:
+    _USE.last = (use, round(waited_ms, 3))
 
 
 class RecallAhead:
@@ -40,6 +57,7 @@ class RecallAhead:
         self._lock = threading.RLock()  # a recall (or search), a change of the memory, the kept answers
         self._changes = 0
         self._recalled: tuple[int, tuple[Task, Hashable], Observation, Any] | None = None
+        self._dropped: tuple[tuple[Task, Hashable], Observation] | None = None  # the last answer a change forgot
         self._pending: tuple[Future[None], tuple[Task, Hashable], Observation] | None = None  # the last asked ahead
         self._pool: ThreadPoolExecutor | None = None
         self._closed = False
@@ -56,6 +74,8 @@ class RecallAhead:
             yield
 
     def _forget(self) -> None:
+        if self._recalled is not None:  # what it was for, to tell a recall why it computed (`AheadUse.CHANGED`)
+            self._dropped = self._recalled[1:3]
         self._recalled = None
 
     @contextmanager
@@ -93,6 +113,7 @@ class RecallAhead:
                 changes = self._changes
                 answer = recall()
                 self._recalled = (changes, key, observation, answer)
+                self._dropped = None
             if noted_source(observation) is None:  # else `recalled` compares the texts the env noted
                 screen_key(observation)  # what `recalled` compares, worked out now rather than on the agent's time
         except Exception as exc:  # recall runs again itself
@@ -105,19 +126,36 @@ class RecallAhead:
         one not started yet is waited for when it is for this task and screen, and dropped when it is not."""
         key = (task, also)
         pending, self._pending = self._pending, None
+        waited: float | None = None  # ms waited for this very recall under way
+        other = False  # one was asked ahead for another screen or task
         if pending is not None:
             future, for_task, for_screen = pending
             if for_task == key and same_screen(for_screen, observation):
-                with suppress(CancelledError):  # closed meanwhile: recall runs itself
-                    future.result()  # this very recall, started or about to be: `_recall_run` logs what fails
+                if not future.done():
+                    t = time.perf_counter()
+                    with suppress(CancelledError):  # closed meanwhile: recall runs itself
+                        future.result()  # this very recall, started or about to be: `_recall_run` logs what fails
+                    waited = (time.perf_counter() - t) * 1000
             else:
+                other = True
                 future.cancel()  # for another screen: dropped if not started (the lock waits for one that has)
         with self._lock:
             kept = self._recalled
             if kept is not None and kept[0] == self._changes and kept[1] == key and same_screen(kept[2], observation):
                 self.recalls_taken += 1
+                if waited is None:
+                    _used(AheadUse.TAKEN)
+                else:
+                    _used(AheadUse.WAITED, waited)
                 answer: T = kept[3]
                 return answer
+            done_for = kept[1:3] if kept is not None else self._dropped
+            if done_for is not None and done_for[0] == key and same_screen(done_for[1], observation):
+                _used(AheadUse.CHANGED)
+            elif other or done_for is not None:
+                _used(AheadUse.OTHER_SCREEN)
+            else:
+                _used(AheadUse.NONE)
             return recall()
 
     def settle(self) -> None:

@@ -6,6 +6,7 @@ This is the bottom layer: it imports nothing from guimem but `guimem.errors`.
 from guimem.types.actions import Action, ActionError, ActionErrorCode, ActionKind, MemoryOp
 from guimem.types.episode import (
     TRAJECTORY_FORMAT_VERSION,
+    AheadUse,
     Behaviour,
     InfraComponent,
     InfraFailure,
@@ -52,6 +53,7 @@ __all__ = [
     "ActionError",
     "ActionErrorCode",
     "ActionKind",
+    "AheadUse",
     "Behaviour",
     "Bounds",
     "InfraComponent",

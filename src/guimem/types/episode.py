@@ -248,6 +248,21 @@ class ModelCall(BaseModel):
     mode: str | None = None
 
 
+class AheadUse(StrEnum):
+    """How a step's recall used the recall its memory started ahead, while the env settled (`Step.recall_ahead`)."""
+
+    TAKEN = "taken"
+    """Done ahead for this task and screen and ready: nothing was computed on the agent's time."""
+    WAITED = "waited"
+    """Done ahead for this task and screen, still under way: waited for (``timings_ms.ahead_wait``), then taken."""
+    OTHER_SCREEN = "other_screen"
+    """Done ahead for another screen or task (the settled screen was not the preview): computed now."""
+    CHANGED = "changed"
+    """Done ahead for this screen, but memory changed since: computed now."""
+    NONE = "none"
+    """Nothing done ahead (none asked, or it failed): computed now."""
+
+
 class Step(BaseModel):
     """One step of an episode: what was seen, what memory showed, what was done, what went wrong.
 
@@ -267,6 +282,9 @@ class Step(BaseModel):
     timings_ms: dict[str, float] = Field(default_factory=dict)
     performed: tuple[Action, ...] = ()
     model_calls: tuple[ModelCall, ...] = ()
+    recall_ahead: AheadUse | None = None
+    """How recall used its memory's recall ahead (``none`` with speculation off); None: the memory never recalls
+    ahead (a method of one's own, steer, the baselines)."""
 
 
 def new_episode_id() -> str:
