@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from guimem.memory.base import RecallQuery
 from guimem.memory.graph import GraphMemory
@@ -725,3 +726,52 @@ def test_closing_a_memory_stops_the_warm_ups_it_started(kit, tmp_path, monkeypat
     gate.set()
     assert all(w.wait(30) for w in started)
     assert any(w.outcome is paging.Outcome.CANCELLED for w in started) and reopened_kit.warmups == []
+
+
+
+def _graph_or_skills(method: str):
+    """(open, the side array whose damage makes it rebuild after accepting its index entry) for ``method``."""
+    from guimem.memory.settings import SkillSettings
+    from guimem.memory.skills.library import SkillMemory
+    from guimem.testing import FormEnv
+
+    if method == "graph":
+        return (lambda kit: GraphMemory(kit, SETTINGS)), "adj_edges.npy"
+    return (lambda kit: SkillMemory(kit, SkillSettings(match_state=False), env_factory=FormEnv)), "key_ids.npy"
+
+
+@pytest.mark.parametrize("method", ["graph", "skills"])
+def test_a_memory_that_rebuilds_after_accepting_an_entry_stops_paging_in_what_it_dropped(kit, tmp_path, monkeypatch,
+                                                                                        method):
+    """Graph (skills) accepts its index entry, which starts paging its index in, then finds the adjacency (the
+    induction keys) unreadable and rebuilds from the store: the dropped index's warm-up stops, not left to read a
+    file nothing searches."""
+    import threading
+
+    from guimem.vectors import paging
+
+    kit = _cached(kit, tmp_path)
+    open_it, side = _graph_or_skills(method)
+    first = open_it(kit)
+    first.learn(episode([USER, PASS, LOGIN], seed=1))
+    first.commit_round(0, [])
+    damaged = list((tmp_path / "cache").rglob(side))
+    assert damaged, f"{method} saved no {side}"
+    for path in damaged:
+        path.write_bytes(b"not a numpy file")
+    monkeypatch.setattr(paging, "SMALLEST", 0)  # this memory's files are small: warmed all the same
+    gate = threading.Event()
+    real = paging._read_through
+    monkeypatch.setattr(paging, "_read_through", lambda *args: gate.wait(10) and real(*args))
+    started: list[paging.Warming] = []
+    real_warm = IndexCache.warm
+    monkeypatch.setattr(IndexCache, "warm", lambda self, index: started.extend(real_warm(self, index)) or [])
+    again = open_it(dataclasses.replace(kit, warmups=[]))
+    try:
+        assert started, "the entry was accepted: its index was being paged in"
+        assert again.recall(query()).items, "rebuilt from the store, it recalls"
+        gate.set()
+        assert all(w.wait(30) for w in started)
+        assert all(w.outcome is paging.Outcome.CANCELLED for w in started), [w.outcome for w in started]
+    finally:
+        gate.set()

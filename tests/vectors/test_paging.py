@@ -146,7 +146,7 @@ def test_a_warm_up_stops_when_its_index_changes_and_the_index_goes_on(tmp_path, 
     index.add(["new"], _vectors(1, 64, seed=9))  # copied out of the mapping: the warm-up is let go
     gate.set()
     assert warming.wait(60) and warming.outcome is paging.Outcome.CANCELLED
-    assert len(chunks) < 10
+    assert chunks == [], "the chunk being read when it was let go is not mapped in (its mapping may be going away)"
     assert index.search(_vectors(1, 64, seed=9)[0], 1)[0].id == "new"
     assert index.warm() == []  # nothing viewed any more
 

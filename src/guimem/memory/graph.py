@@ -140,6 +140,7 @@ class GraphMemory(StoredRounds):
                 self._adjacency = (adj_nodes, adj_offsets, adj_edges)
             except (OSError, ValueError) as exc:  # unreadable: rebuilt from the store, as any unusable entry
                 log.warning("index cache %s unreadable (%s); rebuilding", folder, exc)
+                self.kit.let_go_warmups()  # the accepted indexes are dropped: nothing searches what they page in
             else:
                 self._counts = {str(k): int(v) for k, v in extras.get("counts", {}).items()}
                 return

@@ -174,6 +174,7 @@ class SkillMemory(StoredRounds):
             keys = IndexCache.array(found[0], "keys").tolist()
             key_ids = IndexCache.array(found[0], "key_ids").tolist()
         except (OSError, ValueError):
+            self.kit.let_go_warmups()  # the accepted index is dropped: nothing searches what it pages in
             self._index = create_index(self.kit.vector_index, self.kit.embedder.dim)
             return False
         self._names = dict(zip(_texts(names), _texts(ids), strict=True))
