@@ -122,6 +122,26 @@ def test_a_saved_pool_index_opens_and_catches_up_with_the_pool_without_reading_i
     assert not PoolSearch("exact", 16).open(cache, "pool-y"), "no entry: nothing opened"
 
 
+def test_a_pool_index_is_paged_in_only_once_its_members_check(kit, tmp_path, monkeypatch):
+    """An opened pool index is warmed (its files paged in) when its members are all in it, never when the entry
+    is turned down and rebuilt: nothing would search what it paged in."""
+    from guimem.memory.indexcache import IndexCache
+
+    table = _vectors(3000)
+    built = PoolSearch("exact", 16)
+    built.sync([(pos, i) for pos, i in enumerate(table)], Source(table))
+    cache = _cache(kit, tmp_path)
+    assert built.save(cache, "pool-x")
+    warmed: list[object] = []
+    monkeypatch.setattr(IndexCache, "warm", lambda self, index: warmed.append(index) or [])
+    opened = PoolSearch("exact", 16)
+    assert opened.open(cache, "pool-x") and warmed == [opened._index]
+    folder, _ = cache.load("pool-x", revision=False)
+    np.save(folder / "members.npy", np.asarray(["i1", "not indexed"], dtype=str))
+    assert not PoolSearch("exact", 16).open(cache, "pool-x"), "a member the index lacks: turned down"
+    assert warmed == [opened._index], "nothing paged in for an entry turned down"
+
+
 def test_an_id_with_no_vector_is_not_a_change():
     """An item that left the store between the pool's list and its read has no vector: asked again at the next
     sync, but counted as nothing that needs saving."""
