@@ -246,6 +246,9 @@ def test_each_recall_says_how_it_used_the_recall_done_ahead():
     ahead.settle()
     assert ahead.recalled(task, settled, lambda: "now") == "ahead"
     assert take_ahead_use() == (AheadUse.TAKEN, 0.0)
+    assert ahead.recalled(task, _screen("cancel"), lambda: "now") == "now"
+    assert take_ahead_use()[0] is AheadUse.NONE  # no preview since: nothing asked ahead, whatever is kept
+    ahead.recall_ahead(task, preview, lambda: "ahead")
     assert ahead.recalled(task, _screen("cancel"), lambda: "now") == "now"  # the settled screen was not the preview
     assert take_ahead_use()[0] is AheadUse.OTHER_SCREEN
     ahead.recall_ahead(task, preview, lambda: "ahead")
@@ -257,6 +260,16 @@ def test_each_recall_says_how_it_used_the_recall_done_ahead():
         pass
     assert ahead.recalled(task, settled, lambda: "now") == "now"
     assert take_ahead_use()[0] is AheadUse.CHANGED
+    assert ahead.recalled(task, settled, lambda: "now") == "now"
+    assert take_ahead_use()[0] is AheadUse.NONE  # nothing asked since: not the change again
+
+    def broken() -> str:
+        raise RuntimeError("the store went away")
+
+    ahead.recall_ahead(task, preview, broken)
+    ahead.settle()
+    assert ahead.recalled(task, settled, lambda: "now") == "now"
+    assert take_ahead_use()[0] is AheadUse.NONE  # asked, but it failed
     started = threading.Event()
 
     def slow() -> str:
@@ -269,4 +282,12 @@ def test_each_recall_says_how_it_used_the_recall_done_ahead():
     assert ahead.recalled(task, settled, lambda: "now") == "slow ahead"
     use, waited = take_ahead_use()
     assert use is AheadUse.WAITED and 50 < waited < 5000
-    ahead.close()
+    started.clear()
+    ahead.recall_ahead(task, preview, slow)
+    assert started.wait(5)
+    with ahead.changing():  # waits for the recall ahead under way, then forgets its answer
+        pass
+    ahead.recall_ahead(task, preview, lambda: "ahead")
+    ahead.close()  # the one just asked is dropped
+    assert ahead.recalled(task, settled, lambda: "now") == "now"
+    assert take_ahead_use()[0] is AheadUse.NONE, "closed: nothing was done ahead"

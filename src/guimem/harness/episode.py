@@ -19,7 +19,6 @@ from guimem.types import (
     ActionError,
     ActionErrorCode,
     ActionKind,
-    AheadUse,
     InfraComponent,
     InfraFailure,
     Observation,
@@ -205,7 +204,7 @@ def _one_step(
     timings["recall"] = _ms(t)
     timings["embed"] = round(embedding_ms() - embedded, 3)  # of which computing or waiting for embeddings
     ahead, waited = take_ahead_use()
-    if ahead is AheadUse.WAITED:
+    if waited:
         timings["ahead_wait"] = waited  # of which waiting for the recall ahead to finish
     injection = injection.model_copy(update={"latency_ms": timings["recall"]})
     t = time.perf_counter()

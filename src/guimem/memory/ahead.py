@@ -57,8 +57,7 @@ class RecallAhead:
         self._lock = threading.RLock()  # a recall (or search), a change of the memory, the kept answers
         self._changes = 0
         self._recalled: tuple[int, tuple[Task, Hashable], Observation, Any] | None = None
-        self._dropped: tuple[tuple[Task, Hashable], Observation] | None = None  # the last answer a change forgot
-        self._pending: tuple[Future[None], tuple[Task, Hashable], Observation] | None = None  # the last asked ahead
+        self._pending: tuple[Future[bool], tuple[Task, Hashable], Observation] | None = None  # the last asked ahead
         self._pool: ThreadPoolExecutor | None = None
         self._closed = False
         self.recalls_taken = 0
@@ -74,8 +73,6 @@ class RecallAhead:
             yield
 
     def _forget(self) -> None:
-        if self._recalled is not None:  # what it was for, to tell a recall why it computed (`AheadUse.CHANGED`)
-            self._dropped = self._recalled[1:3]
         self._recalled = None
 
     @contextmanager
@@ -85,7 +82,7 @@ class RecallAhead:
         with self._lock:
             yield
 
-    def _submit(self, work: Callable[..., None], *args: Any) -> Future[None] | None:
+    def _submit(self, work: Callable[..., T], *args: Any) -> Future[T] | None:
         if self._closed:
             return None
         if self._pool is None:
@@ -105,19 +102,21 @@ class RecallAhead:
         if future is not None:
             self._pending = (future, key, observation)
 
-    def _recall_run(self, key: tuple[Task, Hashable], observation: Observation, recall: Callable[[], Any]) -> None:
+    def _recall_run(self, key: tuple[Task, Hashable], observation: Observation, recall: Callable[[], Any]) -> bool:
+        """Recall ahead and keep the answer; whether it was kept."""
         try:
             with self._lock:
                 if self._closed:
-                    return
+                    return False
                 changes = self._changes
                 answer = recall()
                 self._recalled = (changes, key, observation, answer)
-                self._dropped = None
             if noted_source(observation) is None:  # else `recalled` compares the texts the env noted
                 screen_key(observation)  # what `recalled` compares, worked out now rather than on the agent's time
+            return True
         except Exception as exc:  # recall runs again itself
             log.warning("recalling ahead failed (recall runs itself): %s", exc)
+            return False
 
     def recalled(self, task: Task, observation: Observation, recall: Callable[[], T], also: Hashable = None) -> T:
         """What ``recall`` gives for ``task`` on ``observation``: the answer `recall_ahead` kept when it was for
@@ -126,36 +125,32 @@ class RecallAhead:
         one not started yet is waited for when it is for this task and screen, and dropped when it is not."""
         key = (task, also)
         pending, self._pending = self._pending, None
-        waited: float | None = None  # ms waited for this very recall under way
-        other = False  # one was asked ahead for another screen or task
+        asked = False  # a recall ahead was asked for this task and screen since the last recall
+        kept_ahead = False  # and it kept its answer
+        waited = 0.0  # ms waited for it to finish
         if pending is not None:
             future, for_task, for_screen = pending
             if for_task == key and same_screen(for_screen, observation):
-                if not future.done():
-                    t = time.perf_counter()
-                    with suppress(CancelledError):  # closed meanwhile: recall runs itself
-                        future.result()  # this very recall, started or about to be: `_recall_run` logs what fails
+                asked, under_way, t = True, not future.done(), time.perf_counter()
+                with suppress(CancelledError):  # closed meanwhile: recall runs itself
+                    kept_ahead = future.result()  # this very recall, started or about to be: `_recall_run` logs
+                if under_way:
                     waited = (time.perf_counter() - t) * 1000
             else:
-                other = True
                 future.cancel()  # for another screen: dropped if not started (the lock waits for one that has)
         with self._lock:
             kept = self._recalled
             if kept is not None and kept[0] == self._changes and kept[1] == key and same_screen(kept[2], observation):
                 self.recalls_taken += 1
-                if waited is None:
-                    _used(AheadUse.TAKEN)
-                else:
-                    _used(AheadUse.WAITED, waited)
+                _used(AheadUse.WAITED if waited else AheadUse.TAKEN, waited)
                 answer: T = kept[3]
                 return answer
-            done_for = kept[1:3] if kept is not None else self._dropped
-            if done_for is not None and done_for[0] == key and same_screen(done_for[1], observation):
-                _used(AheadUse.CHANGED)
-            elif other or done_for is not None:
+            if pending is not None and not asked:
                 _used(AheadUse.OTHER_SCREEN)
-            else:
-                _used(AheadUse.NONE)
+            elif kept_ahead:  # kept, then forgotten by a change of memory (`changing`)
+                _used(AheadUse.CHANGED, waited)
+            else:  # nothing asked ahead since the last recall, or it failed (or memory closed)
+                _used(AheadUse.NONE, waited)
             return recall()
 
     def settle(self) -> None:

@@ -260,7 +260,7 @@ class AheadUse(StrEnum):
     CHANGED = "changed"
     """Done ahead for this screen, but memory changed since: computed now."""
     NONE = "none"
-    """Nothing done ahead (none asked, or it failed): computed now."""
+    """Nothing done ahead since the last recall (none asked, or it failed): computed now."""
 
 
 class Step(BaseModel):

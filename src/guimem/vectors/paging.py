@@ -276,7 +276,8 @@ def _page_in(warming: Warming, mapped: list[Region], file: BinaryIO) -> tuple[Ou
                 return Outcome.CANCELLED, ""
             length = min(CHUNK, region.end - at)
             _read_through(file, buffer, region.offset + (at - region.start), length)
-            if warming._cancelled.is_set():  # let go during the read: its mapping may be going away
+            if warming._cancelled.is_set():  # let go during the read (a narrower window, not closed: the owner is
+                # kept alive meanwhile, so a populate that starts just after a cancel maps what still exists)
                 return Outcome.CANCELLED, ""
             err = _madvise(at, length, MADV_POPULATE_READ) if populate else 0
             if err == EINVAL:
