@@ -775,3 +775,34 @@ def test_a_memory_that_rebuilds_after_accepting_an_entry_stops_paging_in_what_it
         assert all(w.outcome is paging.Outcome.CANCELLED for w in started), [w.outcome for w in started]
     finally:
         gate.set()
+
+
+def test_the_stack_saves_only_the_text_vectors_a_round_added(kit, tmp_path):
+    """#34: the stack saved every text vector again after each round (1.5 GB at a million items); the next entry
+    now links the rows it loaded and writes the round's new ones, and a reopen reads them all."""
+    import os
+
+    from guimem.memory.stack import StackMemory
+    from guimem.vectors.table import VectorTable
+
+    kit = _cached(kit, tmp_path)
+    stack = StackMemory(kit)
+    entries, sizes = [], []
+    rounds = ([("form", [USER, PASS, LOGIN]), ("form", [USER, CANCEL]), ("other", [PASS, USER, LOGIN]),
+               ("third", [USER, PASS, CANCEL])],  # many texts,
+              [("fourth", [PASS, CANCEL])])  # then a few
+    for r, plans in enumerate(rounds):
+        stack.commit_round(r, [episode(steps, seed=10 * r + i, memory=stack, round_index=r, slot=i, task_id=task)
+                               for i, (task, steps) in enumerate(plans)])
+        found = IndexCache(kit).load("texts", revision=False)
+        assert found is not None
+        entries.append(found[0] / "index")
+        sizes.append(len(stack._texts))
+    assert entries[0] != entries[1] and 0 < sizes[1] - sizes[0] < sizes[0], f"texts after each round: {sizes}"
+    assert os.stat(entries[1] / "vectors.npy").st_ino == os.stat(entries[0] / "vectors.npy").st_ino, "rewritten"
+    table = VectorTable(kit.embedder.dim)
+    table.load(entries[-1])
+    assert len(table) == len(stack._texts) and table.segments == 2
+    table.close()
+    again = StackMemory(kit)
+    assert again.recall(query()).items == stack.recall(query()).items

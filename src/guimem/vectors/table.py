@@ -5,14 +5,24 @@ The stack keeps the vector of every text it embedded (a million items' texts at 
 floats that is 1.5 GB, and 2.3 GB while it doubles. A `VectorTable` keeps what was saved memory-mapped
 read-only, and what is added in a block of rows in memory; a full block is appended to a spill file on
 disk and read back through a read-only map when asked for, so memory holds one block and the pages that
-lookups touch. `save` writes the same files as `ExactIndex.save` (``vectors.npy`` and ``ids.npy``) by
-streaming, so a saved table opens as either.
+lookups touch.
+
+`save` writes segments: the rows of its last load stay where they were (each saved file hard-linked into the new
+folder, not copied), and what was added since goes to a new segment. Saving after a round that embedded a
+thousand texts writes those thousand rows, not the million before them. Trailing segments no larger than what is
+written are merged into it, so a table holds O(log n) segments and every row is rewritten O(log n) times over
+its life (a binary counter). The first segment is ``vectors.npy`` and ``ids.npy``, as `ExactIndex.save` writes
+them, so an `ExactIndex` entry opens as a table; a table of one segment opens as an `ExactIndex`.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import tempfile
+from bisect import bisect_right
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -25,6 +35,31 @@ from guimem.vectors import paging
 BLOCK = 8192
 """Rows added in memory before they go to the spill file (12 MB at 384 dimensions)."""
 _COPY = 1 << 22  # bytes copied per write when saving
+SEGMENTS_FILE = "segments.json"
+"""How many segments a saved table has (absent: one)."""
+MAX_SEGMENTS = 64
+"""Segments a table keeps (more are merged when saving; a saved table claiming more is refused)."""
+
+
+def _names(i: int) -> tuple[str, str]:
+    """The vectors and ids files of segment ``i``."""
+    return ("vectors.npy", "ids.npy") if i == 0 else (f"vectors.{i}.npy", f"ids.{i}.npy")
+
+
+@dataclass
+class _Segment:
+    """Saved rows: memory-mapped read-only, their file held open (a save copies from it when it cannot link it)."""
+
+    matrix: NDArray[np.float32]
+    file: IO[bytes]
+    offset: int  # where the rows start in the file
+    path: Path  # the vectors file it was loaded from (linked by the next save while it is still that file)
+    ids_path: Path
+    start: int  # its first row in the table
+
+    @property
+    def rows(self) -> int:
+        return int(self.matrix.shape[0])
 
 
 class VectorTable:
@@ -44,8 +79,9 @@ class VectorTable:
 
     def _reset(self) -> None:
         dim = self._dim
-        self._base: NDArray[np.float32] = np.zeros((0, dim), dtype=np.float32)  # saved rows, memory-mapped
-        self._base_file: tuple[IO[bytes], int] | None = None  # their file (held open) and where their data starts
+        self._segments: list[_Segment] = []  # the saved rows, in order
+        self._starts: list[int] = []  # each segment's first row
+        self._saved = 0  # rows in the segments
         self._ids: list[str] = []
         self._row: dict[str, int] = {}
         self._block = np.zeros((0, dim), dtype=np.float32)
@@ -53,12 +89,17 @@ class VectorTable:
         self._spill: IO[bytes] | None = None
         self._spilled = 0  # rows in the spill file
         self._spill_map: NDArray[np.float32] | None = None
-        self._pages = paging.Pages()  # the loaded rows' mapping, to page in (`warm`)
+        self._pages = paging.Pages()  # the loaded rows' mappings, to page in (`warm`)
 
     @property
     def dim(self) -> int:
         """The vectors' dimension."""
         return self._dim
+
+    @property
+    def segments(self) -> int:
+        """How many saved segments the rows of the last load are in."""
+        return len(self._segments)
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -86,19 +127,20 @@ class VectorTable:
         row = self._row.get(key)
         if row is None:
             return None
-        base = self._base.shape[0]
         vec: NDArray[np.float32]
-        if row < base:
-            vec = self._base[row]
-        elif row - base >= self._spilled:
-            vec = self._block[row - base - self._spilled]
+        if row < self._saved:
+            segments = self._segments
+            segment = segments[0] if len(segments) == 1 else segments[bisect_right(self._starts, row) - 1]
+            vec = segment.matrix[row - segment.start]
+        elif row - self._saved >= self._spilled:
+            vec = self._block[row - self._saved - self._spilled]
         else:
-            if self._spill_map is None or self._spill_map.shape[0] <= row - base:
+            if self._spill_map is None or self._spill_map.shape[0] <= row - self._saved:
                 assert self._spill is not None
                 self._spill.flush()
                 self._spill_map = np.memmap(self._spill, dtype=np.float32, mode="r",
                                             shape=(self._spilled, self._dim))
-            vec = self._spill_map[row - base]
+            vec = self._spill_map[row - self._saved]
         return vec
 
     def _spill_block(self) -> None:
@@ -113,50 +155,105 @@ class VectorTable:
         self._block = np.zeros((0, self._dim), dtype=np.float32)  # a new one: views of this one stay as they are
 
     def save(self, path: Path) -> None:
-        """Write ``vectors.npy`` and ``ids.npy`` into ``path`` as `ExactIndex.save` does, streaming the rows
-        (the saved ones read from their file, not through the map, so saving reads nothing into memory)."""
+        """Write the table into ``path`` as segments (the module's docstring): the loaded segments kept are
+        hard-linked (copied from the files held open where a link cannot be made: another file system, or the
+        entry replaced since), and the trailing ones merged with what was added since are written as one new
+        segment, streaming (the saved rows read from their files, not through the map, so saving reads nothing
+        into memory). A file already in ``path`` is replaced, never written through (it may be a link)."""
         path.mkdir(parents=True, exist_ok=True)
-        rows = len(self._ids)
-        with open(path / "vectors.npy", "wb") as out:
+        kept = list(self._segments)
+        new = len(self._ids) - self._saved
+        merged: list[_Segment] = []
+        while kept and (kept[-1].rows <= new + sum(s.rows for s in merged) or len(kept) >= MAX_SEGMENTS):
+            merged.insert(0, kept.pop())
+        for i, segment in enumerate(kept):
+            if not _link(segment, path, i):
+                self._write(path, i, [segment], added=False)
+        count = len(kept)
+        if merged or new or not kept:
+            self._write(path, count, merged, added=True)
+            count += 1
+        for i in range(count, MAX_SEGMENTS + 1):  # what an earlier save into this folder left
+            for name in _names(i):
+                (path / name).unlink(missing_ok=True)
+        (path / SEGMENTS_FILE).unlink(missing_ok=True)
+        if count > 1:
+            (path / SEGMENTS_FILE).write_text(json.dumps({"segments": count}), encoding="utf-8")
+
+    def _write(self, path: Path, i: int, segments: list[_Segment], added: bool) -> None:
+        """Write segment ``i``: the rows of ``segments`` copied from their files, then (``added``) the rows added
+        since the last load (spilled, then held)."""
+        vectors_name, ids_name = _names(i)
+        rows = sum(s.rows for s in segments) + (len(self._ids) - self._saved if added else 0)
+        first = segments[0].start if segments else self._saved
+        for name in (vectors_name, ids_name):
+            (path / name).unlink(missing_ok=True)  # a link to a saved file is replaced, never written through
+        with open(path / vectors_name, "wb") as out:
             np.lib.format.write_array_header_1_0(out, {"descr": "<f4", "fortran_order": False,
                                                         "shape": (rows, self._dim)})
-            if self._base_file is not None:  # through the handle: the entry may have been replaced since
-                src, offset = self._base_file
-                src.seek(offset)
-                _copy(src, out, self._base.shape[0] * self._dim * 4)
-            if self._spill is not None and self._spilled:
-                self._spill.flush()
-                self._spill.seek(0)
-                _copy(self._spill, out, self._spilled * self._dim * 4)
-            out.write(self._block[: self._filled].tobytes())
-        np.save(path / "ids.npy", np.asarray(self._ids, dtype=str) if self._ids else np.zeros(0, dtype="<U1"))
+            for segment in segments:  # through the handle: the entry may have been replaced since
+                segment.file.seek(segment.offset)
+                _copy(segment.file, out, segment.rows * self._dim * 4)
+            if added:
+                if self._spill is not None and self._spilled:
+                    self._spill.flush()
+                    self._spill.seek(0)
+                    _copy(self._spill, out, self._spilled * self._dim * 4)
+                out.write(self._block[: self._filled].tobytes())
+        ids = self._ids[first:first + rows]
+        np.save(path / ids_name, np.asarray(ids, dtype=str) if ids else np.zeros(0, dtype="<U1"))
 
     def load(self, path: Path) -> None:
         """Open what `save` (or `ExactIndex.save`) wrote, memory-mapped read-only; anything added is dropped."""
+        count = _segment_count(path)
         pages = paging.Pages()
+        segments: list[_Segment] = []
+        ids: list[str] = []
         try:
-            matrix = pages.load_array(path / "vectors.npy")
-            ids = [str(i) for i in np.load(path / "ids.npy").tolist()]
+            for i in range(count):
+                vectors_name, ids_name = _names(i)
+                segment = self._open_segment(pages, path / vectors_name, path / ids_name, len(ids))
+                if segment is None:
+                    continue
+                segments.append(segment[0])
+                ids += segment[1]
+        except StoreError:
+            for done in segments:
+                done.file.close()
+            raise
+        if len(set(ids)) != len(ids):
+            for done in segments:
+                done.file.close()
+            raise StoreError(f"vector table at {path} holds a key twice")
+        self.close()
+        self._segments = segments
+        self._starts = [s.start for s in segments]
+        self._saved = len(ids)
+        self._pages = pages
+        self._ids = ids
+        self._row = {key: row for row, key in enumerate(ids)}
+
+    def _open_segment(self, pages: paging.Pages, vectors: Path, ids_path: Path, start: int
+                      ) -> tuple[_Segment, list[str]] | None:
+        """One segment's rows (memory-mapped, its file held open) and keys; None when it has no rows."""
+        try:
+            matrix = pages.load_array(vectors)
+            ids = [str(i) for i in np.load(ids_path).tolist()]
         except (OSError, ValueError) as exc:
-            raise StoreError(f"cannot load vector table from {path}: {exc}") from exc
+            raise StoreError(f"cannot load vector table from {vectors.parent}: {exc}") from exc
         if matrix.ndim != 2 or len(ids) != matrix.shape[0] or (matrix.shape[0] and matrix.shape[1] != self._dim):
-            raise StoreError(f"vector table at {path} does not match: {matrix.shape} for {len(ids)} ids, "
+            raise StoreError(f"vector table at {vectors.parent} does not match: {matrix.shape} for {len(ids)} ids, "
                              f"dimension {self._dim}")
         if matrix.dtype != np.dtype("<f4") or (matrix.shape[0] and (
                 not isinstance(matrix, np.memmap) or not matrix.flags.c_contiguous)):
-            raise StoreError(f"vector table at {path} is not a row-major little-endian float32 file")
-        handle = None
-        if matrix.shape[0]:
-            try:
-                handle = open(path / "vectors.npy", "rb")  # noqa: SIM115  (held: `save` copies from it)
-            except OSError as exc:
-                raise StoreError(f"cannot load vector table from {path}: {exc}") from exc
-        self.close()
-        if handle is not None:
-            self._base, self._base_file = matrix, (handle, int(matrix.offset))
-            self._pages = pages
-        self._ids = ids
-        self._row = {key: row for row, key in enumerate(ids)}
+            raise StoreError(f"vector table at {vectors.parent} is not a row-major little-endian float32 file")
+        if not matrix.shape[0]:
+            return None
+        try:
+            handle = open(vectors, "rb")  # noqa: SIM115  (held: `save` copies from it)
+        except OSError as exc:
+            raise StoreError(f"cannot load vector table from {vectors.parent}: {exc}") from exc
+        return _Segment(matrix, handle, int(matrix.offset), vectors, ids_path, start), ids
 
     def warm(self) -> list[paging.Warming]:
         """Page in the rows the last `load` mapped, on a background thread (`paging.warm`)."""
@@ -166,10 +263,53 @@ class VectorTable:
         """Close the files it holds (the spill file goes with them) and empty the table; vectors handed out
         stay readable."""
         self._pages.let_go()
-        for file in (self._spill, self._base_file[0] if self._base_file else None):
+        for file in (self._spill, *(s.file for s in self._segments)):
             if file is not None:
                 file.close()
         self._reset()
+
+
+def _segment_count(path: Path) -> int:
+    """How many segments the table saved in ``path`` has (`SEGMENTS_FILE`; a file from elsewhere is read
+    bounded and checked)."""
+    file = path / SEGMENTS_FILE
+    try:
+        with open(file, "rb") as f:
+            raw = f.read(4097)
+    except FileNotFoundError:
+        return 1
+    except OSError as exc:
+        raise StoreError(f"cannot load vector table from {path}: {exc}") from exc
+    try:
+        count = json.loads(raw) if len(raw) <= 4096 else None
+    except ValueError:
+        count = None
+    count = count.get("segments") if isinstance(count, dict) else None
+    if type(count) is not int or not 1 <= count <= MAX_SEGMENTS:
+        raise StoreError(f"vector table at {path}: {SEGMENTS_FILE} does not give a segment count from 1 to "
+                         f"{MAX_SEGMENTS}")
+    return count
+
+
+def _link(segment: _Segment, path: Path, i: int) -> bool:
+    """Hard-link ``segment``'s files into ``path`` as segment ``i``, when the file it was loaded from is still at
+    its path (an entry is written once and never changed, so its keys file is then the one loaded too); whether
+    it was linked."""
+    vectors_name, ids_name = _names(i)
+    targets = (path / vectors_name, path / ids_name)
+    try:
+        here, held = os.stat(segment.path), os.fstat(segment.file.fileno())
+        if (here.st_dev, here.st_ino) != (held.st_dev, held.st_ino):
+            return False
+        for target in targets:
+            target.unlink(missing_ok=True)
+        os.link(segment.path, targets[0])
+        os.link(segment.ids_path, targets[1])
+    except OSError:
+        for target in targets:
+            target.unlink(missing_ok=True)
+        return False
+    return True
 
 
 def _copy(src: IO[bytes], out: IO[bytes], size: int) -> None:
