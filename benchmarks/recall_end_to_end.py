@@ -597,10 +597,12 @@ def after_open_child(method: str, store_path: str, cache_dir: str, queries: int)
     from guimem.memory.base import RecallQuery
     from guimem.memory.factory import open_memory
     from guimem.settings import GuimemSettings
+    from guimem.tokens import TiktokenCounter
     from guimem.types import Trajectory
 
     settings = GuimemSettings(cache_dir=Path(cache_dir))
     embedder = create_embedder(settings.embedder)
+    TiktokenCounter(settings.token_encoding).load()  # as an evaluation's process does before its first episode
     trajs = [Trajectory.model_validate_json(x) for x in Path(screens()).read_text().splitlines()]
     shots = [(t.task, o) for t in trajs for o in t.observations]
     random.Random(5).shuffle(shots)
@@ -643,7 +645,8 @@ def after_open(method: str, size: int, drop: bool, queries: int = 30) -> dict[st
     background warm-up of its memory-mapped files (`guimem.vectors.paging`) and without it
     (``GUIMEM_WARM_INDEXES=false``). The memory of the last ``--eval-sizes`` run when there is one (its cache
     matches its store), else the one ``--sizes`` measured. ``drop``: the page cache is emptied first (root only),
-    as on a machine just started."""
+    as on a machine just started; without it, one open whose figures are not kept goes first, so that the two
+    measured find the page cache the same (the first would otherwise fill it for the second)."""
     run = CACHE / "eval" / f"{method}-{size}"
     if (run / "memory").exists():
         from guimem.harness.runfiles import RunDir
@@ -652,7 +655,7 @@ def after_open(method: str, size: int, drop: bool, queries: int = 30) -> dict[st
     else:
         store, cache = build_store(method, size), CACHE / "index-cache" / f"{method}-{size}"
     out: dict[str, object] = {}
-    for warm in ("true", "false"):
+    for warm in ("true", "false") if drop else ("prime", "true", "false"):
         if drop:
             subprocess.run(["sync"], check=True)
             Path("/proc/sys/vm/drop_caches").write_text("1")
@@ -660,8 +663,10 @@ def after_open(method: str, size: int, drop: bool, queries: int = 30) -> dict[st
                 f"from recall_end_to_end import after_open_child; "
                 f"print(json.dumps(after_open_child({method!r}, {str(store)!r}, {str(cache)!r}, {queries})))")
         done = subprocess.run([PY, "-c", code], check=True, capture_output=True, text=True,
-                              env={**os.environ, "GUIMEM_WARM_INDEXES": warm})
-        out["warm" if warm == "true" else "no_warm"] = json.loads(done.stdout.strip().splitlines()[-1])
+                              env={**os.environ, "GUIMEM_WARM_INDEXES": "true" if warm == "prime" else warm})
+        if warm != "prime":  # the priming open's own figures are not kept
+            out["warm" if warm == "true" else "no_warm"] = json.loads(done.stdout.strip().splitlines()[-1])
+    out["page_cache"] = "emptied before each" if drop else "hot (one open first, not measured)"
     return out
 
 

