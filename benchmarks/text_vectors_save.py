@@ -5,7 +5,9 @@ round's new rows written), in one run, on the same table.
 The table holds ``--rows`` random 384-dimensional vectors (the stack holds one per item text: about as many as
 items), saved once and loaded, as after an open from the index cache; then each of ``--rounds`` rounds adds
 ``--new`` rows and saves into a fresh folder, as `StackMemory._save_cache` does after a round. Every save is
-fsynced, so the disk's work is counted. Printed: ms and MB written per save, p50 over the rounds, both ways, and
+fsynced in both arms, so the disk's work is counted (the stack does not fsync: where the page cache absorbs the
+writes, the old save's wall time is less than the figure here, its bytes are not); the rows copied are read from
+files just written (a hot page cache). Printed: ms and MB written per save, p50 over the rounds, both ways, and
 the ratio; the segments held at the end.
 
 Usage: python benchmarks/text_vectors_save.py [--rows 1000000] [--new 1000] [--rounds 8] [--dir /tmp] [--json F]

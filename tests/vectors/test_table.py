@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -108,7 +110,7 @@ def test_saving_into_the_folder_it_was_loaded_from_keeps_every_row(tmp_path):
 
 
 @pytest.mark.parametrize("written", ['{"segments": 65}', '{"segments": 0}', '{"segments": true}', '[2]', 'no json',
-                                     '{"segments": "2"}', '{"segments": 3}', " " * 5000])
+                                     '{"segments": "2"}', '{"segments": 3}', " " * 5000, "[" * 4000])
 def test_a_segment_count_that_is_not_one_of_the_table_is_refused(tmp_path, written):
     table = VectorTable(8)
     table.add([f"k{i}" for i in range(5)], _vecs(5))
@@ -119,6 +121,96 @@ def test_a_segment_count_that_is_not_one_of_the_table_is_refused(tmp_path, writt
     (tmp_path / "u" / "segments.json").write_text(written)
     with pytest.raises(StoreError):
         VectorTable(8).load(tmp_path / "u")
+    table.close()
+
+
+def _two_entries(tmp_path):
+    """A table loaded from entry ``a``, then saved with one more row as entry ``b`` (which links ``a``'s rows) and
+    loaded from ``b``; the caller's ``c`` is the next save."""
+    table = VectorTable(8)
+    table.add([f"k{i}" for i in range(100)], _vecs(100))
+    table.save(tmp_path / "a")
+    table.load(tmp_path / "a")
+    table.add(["x"], _vecs(1, seed=1))
+    return table
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="links an open file through /proc")
+def test_rows_loaded_from_an_entry_swept_since_are_still_linked_not_copied(tmp_path):
+    """Another worker replaced the entry this table was loaded from, and the old folder was swept: the files the
+    table holds open are still named by a newer entry, so the next save links them rather than copy 1.5 GB."""
+    import os
+    import shutil
+
+    table = _two_entries(tmp_path)
+    table.save(tmp_path / "b")  # a newer entry linking a's rows (another worker's, say)
+    inode = os.stat(tmp_path / "a" / "vectors.npy").st_ino
+    shutil.rmtree(tmp_path / "a")  # swept
+    table.add(["y"], _vecs(1, seed=2))
+    table.save(tmp_path / "c")
+    assert os.stat(tmp_path / "c" / "vectors.npy").st_ino == inode
+    again = VectorTable(8)
+    again.load(tmp_path / "c")
+    assert len(again) == 102
+    np.testing.assert_array_equal(again.get("k99"), _vecs(100)[99])
+    for t in (table, again):
+        t.close()
+
+
+def test_rows_whose_files_no_name_holds_any_more_are_copied_from_the_open_files(tmp_path, caplog):
+    import logging
+    import shutil
+
+    table = _two_entries(tmp_path)
+    shutil.rmtree(tmp_path / "a")  # the only name of the loaded files
+    with caplog.at_level(logging.INFO, logger="guimem.vectors.table"):
+        table.save(tmp_path / "c")
+    assert "100 saved rows copied" in caplog.text
+    again = VectorTable(8)
+    again.load(tmp_path / "c")
+    assert len(again) == 101
+    np.testing.assert_array_equal(again.get("k0"), _vecs(100)[0])
+    np.testing.assert_array_equal(again.get("x"), _vecs(1, seed=1)[0])
+    for t in (table, again):
+        t.close()
+
+
+def test_a_save_into_its_own_folder_leaves_the_loaded_files_as_they_are(tmp_path):
+    import os
+
+    table = _two_entries(tmp_path)
+    inode = os.stat(tmp_path / "a" / "vectors.npy").st_ino
+    table.save(tmp_path / "a")
+    assert os.stat(tmp_path / "a" / "vectors.npy").st_ino == inode, "not rewritten"
+    again = VectorTable(8)
+    again.load(tmp_path / "a")
+    assert len(again) == 101 and again.segments == 2
+    for t in (table, again):
+        t.close()
+
+
+def test_an_exact_index_refuses_a_table_of_several_segments_and_never_writes_through_a_link(tmp_path):
+    table = _two_entries(tmp_path)
+    table.save(tmp_path / "b")  # b/vectors.npy is a's file
+    with pytest.raises(StoreError, match="several segments"):
+        ExactIndex(8).load(tmp_path / "b")
+    index = ExactIndex(8)
+    index.add(["z"], _vecs(1, seed=3))
+    index.save(tmp_path / "b")  # over a link to a's file: a's file is left alone
+    again = VectorTable(8)
+    again.load(tmp_path / "a")
+    assert len(again) == 100
+    np.testing.assert_array_equal(again.get("k7"), _vecs(100)[7])
+    for t in (table, again):
+        t.close()
+
+
+def test_keys_that_are_not_a_list_are_refused(tmp_path):
+    table = _two_entries(tmp_path)
+    table.save(tmp_path / "b")
+    np.save(tmp_path / "b" / "ids.1.npy", np.asarray(7))
+    with pytest.raises(StoreError, match="not a list of keys"):
+        VectorTable(8).load(tmp_path / "b")
     table.close()
 
 

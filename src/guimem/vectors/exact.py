@@ -123,6 +123,8 @@ class ExactIndex:
     def save(self, path: Path) -> None:
         """Write ``vectors.npy`` and ``ids.npy`` into ``path``."""
         path.mkdir(parents=True, exist_ok=True)
+        for name in ("vectors.npy", "ids.npy"):  # replaced, never written through: it may be a link (`VectorTable`)
+            (path / name).unlink(missing_ok=True)
         np.save(path / "vectors.npy", np.ascontiguousarray(self._matrix[: self._n]))
         np.save(path / "ids.npy", np.asarray(self._ids, dtype=str) if self._ids else np.zeros(0, dtype="<U1"))
         if self._codes is not None and self._n >= coded.CODED_FROM and coded.available():
@@ -132,6 +134,8 @@ class ExactIndex:
 
     def load(self, path: Path) -> None:
         """Load what `save` wrote (the vectors memory-mapped, read-only until changed; `warm` pages them in)."""
+        if (path / "segments.json").exists():  # `VectorTable.save` wrote rows in more files than this one reads
+            raise StoreError(f"{path} holds a vector table of several segments: open it as a VectorTable")
         pages = paging.Pages()
         try:
             matrix = pages.load_array(path / "vectors.npy")

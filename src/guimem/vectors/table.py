@@ -18,6 +18,7 @@ them, so an `ExactIndex` entry opens as a table; a table of one segment opens as
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
 from bisect import bisect_right
@@ -32,6 +33,7 @@ from numpy.typing import NDArray
 from guimem.errors import StoreError
 from guimem.vectors import paging
 
+log = logging.getLogger(__name__)
 BLOCK = 8192
 """Rows added in memory before they go to the spill file (12 MB at 384 dimensions)."""
 _COPY = 1 << 22  # bytes copied per write when saving
@@ -53,8 +55,7 @@ class _Segment:
     matrix: NDArray[np.float32]
     file: IO[bytes]
     offset: int  # where the rows start in the file
-    path: Path  # the vectors file it was loaded from (linked by the next save while it is still that file)
-    ids_path: Path
+    ids_file: IO[bytes]  # its keys' file, held open too: the next save links both files it loaded
     start: int  # its first row in the table
 
     @property
@@ -168,6 +169,8 @@ class VectorTable:
             merged.insert(0, kept.pop())
         for i, segment in enumerate(kept):
             if not _link(segment, path, i):
+                log.info("vector table: %d saved rows copied into %s (their files could not be linked)",
+                         segment.rows, path)
                 self._write(path, i, [segment], added=False)
         count = len(kept)
         if merged or new or not kept:
@@ -188,7 +191,7 @@ class VectorTable:
         first = segments[0].start if segments else self._saved
         for name in (vectors_name, ids_name):
             (path / name).unlink(missing_ok=True)  # a link to a saved file is replaced, never written through
-        with open(path / vectors_name, "wb") as out:
+        with _create(path / vectors_name) as out:
             np.lib.format.write_array_header_1_0(out, {"descr": "<f4", "fortran_order": False,
                                                         "shape": (rows, self._dim)})
             for segment in segments:  # through the handle: the entry may have been replaced since
@@ -201,7 +204,8 @@ class VectorTable:
                     _copy(self._spill, out, self._spilled * self._dim * 4)
                 out.write(self._block[: self._filled].tobytes())
         ids = self._ids[first:first + rows]
-        np.save(path / ids_name, np.asarray(ids, dtype=str) if ids else np.zeros(0, dtype="<U1"))
+        with _create(path / ids_name) as out:
+            np.save(out, np.asarray(ids, dtype=str) if ids else np.zeros(0, dtype="<U1"))
 
     def load(self, path: Path) -> None:
         """Open what `save` (or `ExactIndex.save`) wrote, memory-mapped read-only; anything added is dropped."""
@@ -217,14 +221,13 @@ class VectorTable:
                     continue
                 segments.append(segment[0])
                 ids += segment[1]
-        except StoreError:
+            if len(set(ids)) != len(ids):
+                raise StoreError(f"vector table at {path} holds a key twice")
+        except BaseException:
             for done in segments:
                 done.file.close()
+                done.ids_file.close()
             raise
-        if len(set(ids)) != len(ids):
-            for done in segments:
-                done.file.close()
-            raise StoreError(f"vector table at {path} holds a key twice")
         self.close()
         self._segments = segments
         self._starts = [s.start for s in segments]
@@ -238,9 +241,12 @@ class VectorTable:
         """One segment's rows (memory-mapped, its file held open) and keys; None when it has no rows."""
         try:
             matrix = pages.load_array(vectors)
-            ids = [str(i) for i in np.load(ids_path).tolist()]
+            keys = np.load(ids_path)
         except (OSError, ValueError) as exc:
             raise StoreError(f"cannot load vector table from {vectors.parent}: {exc}") from exc
+        if keys.ndim != 1 or keys.dtype.kind not in "US":
+            raise StoreError(f"vector table at {vectors.parent}: {ids_path.name} is not a list of keys")
+        ids = [str(i) for i in keys.tolist()]
         if matrix.ndim != 2 or len(ids) != matrix.shape[0] or (matrix.shape[0] and matrix.shape[1] != self._dim):
             raise StoreError(f"vector table at {vectors.parent} does not match: {matrix.shape} for {len(ids)} ids, "
                              f"dimension {self._dim}")
@@ -250,10 +256,15 @@ class VectorTable:
         if not matrix.shape[0]:
             return None
         try:
-            handle = open(vectors, "rb")  # noqa: SIM115  (held: `save` copies from it)
+            handle = open(vectors, "rb")  # noqa: SIM115  (held: `save` links or copies from it)
         except OSError as exc:
             raise StoreError(f"cannot load vector table from {vectors.parent}: {exc}") from exc
-        return _Segment(matrix, handle, int(matrix.offset), vectors, ids_path, start), ids
+        try:
+            ids_handle = open(ids_path, "rb")  # noqa: SIM115  (held: `save` links it)
+        except OSError as exc:
+            handle.close()
+            raise StoreError(f"cannot load vector table from {vectors.parent}: {exc}") from exc
+        return _Segment(matrix, handle, int(matrix.offset), ids_handle, start), ids
 
     def warm(self) -> list[paging.Warming]:
         """Page in the rows the last `load` mapped, on a background thread (`paging.warm`)."""
@@ -263,7 +274,7 @@ class VectorTable:
         """Close the files it holds (the spill file goes with them) and empty the table; vectors handed out
         stay readable."""
         self._pages.let_go()
-        for file in (self._spill, *(s.file for s in self._segments)):
+        for file in (self._spill, *(f for s in self._segments for f in (s.file, s.ids_file))):
             if file is not None:
                 file.close()
         self._reset()
@@ -282,7 +293,7 @@ def _segment_count(path: Path) -> int:
         raise StoreError(f"cannot load vector table from {path}: {exc}") from exc
     try:
         count = json.loads(raw) if len(raw) <= 4096 else None
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: brackets nested thousands deep
         count = None
     count = count.get("segments") if isinstance(count, dict) else None
     if type(count) is not int or not 1 <= count <= MAX_SEGMENTS:
@@ -292,24 +303,65 @@ def _segment_count(path: Path) -> int:
 
 
 def _link(segment: _Segment, path: Path, i: int) -> bool:
-    """Hard-link ``segment``'s files into ``path`` as segment ``i``, when the file it was loaded from is still at
-    its path (an entry is written once and never changed, so its keys file is then the one loaded too); whether
-    it was linked."""
-    vectors_name, ids_name = _names(i)
-    targets = (path / vectors_name, path / ids_name)
+    """Hard-link the files ``segment`` was loaded from into ``path`` as segment ``i``: through the files it holds open
+    (``/proc/self/fd``: the very files loaded, even if another worker's entry replaced the folder they were in and
+    the folder was swept, as long as a newer entry links them), else through the names they were loaded from, if
+    those still name them. Whether it was linked (else the caller copies)."""
+    targets = [path / name for name in _names(i)]
+    held = [os.fstat(f.fileno()) for f in (segment.file, segment.ids_file)]
     try:
-        here, held = os.stat(segment.path), os.fstat(segment.file.fileno())
-        if (here.st_dev, here.st_ino) != (held.st_dev, held.st_ino):
-            return False
-        for target in targets:
-            target.unlink(missing_ok=True)
-        os.link(segment.path, targets[0])
-        os.link(segment.ids_path, targets[1])
+        if all((t.st_dev, t.st_ino) == (h.st_dev, h.st_ino) for t, h in zip(map(os.stat, targets), held, strict=True)):
+            return True  # saving into the folder it was loaded from: the files are already there
     except OSError:
-        for target in targets:
-            target.unlink(missing_ok=True)
-        return False
-    return True
+        pass
+    for target in targets:
+        target.unlink(missing_ok=True)
+    for source in (_fd_path, _name_path):
+        try:
+            for file, target, was in zip((segment.file, segment.ids_file), targets, held, strict=True):
+                found = source(file)
+                if found is None:
+                    raise OSError("no path")
+                _hard_link(found, target)
+                now = os.stat(target)
+                if (now.st_dev, now.st_ino) != (was.st_dev, was.st_ino):  # another file had taken the name
+                    raise OSError("not the file loaded")
+            return True
+        except OSError:
+            for target in targets:
+                target.unlink(missing_ok=True)
+    return False
+
+
+def _hard_link(source: str, target: Path) -> None:
+    """Link ``target`` to the file ``source`` names, following a symbolic link (``linkat`` with
+    ``AT_SYMLINK_FOLLOW``: ``os.link`` calls plain ``link`` without a directory descriptor, which links a
+    ``/proc/self/fd`` entry itself and fails across devices)."""
+    if os.link in os.supports_dir_fd and os.link in os.supports_follow_symlinks:
+        folder = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.link(source, target.name, src_dir_fd=folder, dst_dir_fd=folder, follow_symlinks=True)
+        finally:
+            os.close(folder)
+    else:
+        os.link(source, target)
+
+
+def _fd_path(file: IO[bytes]) -> str | None:
+    """A path naming the open ``file`` itself (Linux), for `os.link` to follow."""
+    path = f"/proc/self/fd/{file.fileno()}"
+    return path if os.path.exists(path) else None
+
+
+def _name_path(file: IO[bytes]) -> str | None:
+    """The name ``file`` was opened by."""
+    return str(file.name) if isinstance(file.name, str) else None
+
+
+def _create(path: Path) -> IO[bytes]:
+    """A new file at ``path`` for writing, created exclusively: never an existing file or a link that took the name."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    return os.fdopen(os.open(path, flags, 0o644), "wb")
 
 
 def _copy(src: IO[bytes], out: IO[bytes], size: int) -> None:
