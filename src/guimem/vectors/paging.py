@@ -264,7 +264,14 @@ def _populate(warming: Warming, mapped: list[Region], keep: object) -> tuple[Out
 def _page_in(warming: Warming, mapped: list[Region], file: BinaryIO) -> tuple[Outcome, str]:
     """Read each region through ``file`` a chunk at a time, then map the chunk (``MADV_POPULATE_READ``): read first,
     so that the populate finds the pages in the page cache and holds the address space only briefly."""
-    buffer = bytearray(CHUNK)
+    # anonymous memory, not a bytearray: a bytearray is zeroed under the GIL (16 MB for each file warmed held a
+    # fresh process's first recall beside it from 4 to 11 ms), where the kernel zeroes these pages in the reads
+    with mmap.mmap(-1, min(CHUNK, max(r.end - r.start for r in mapped))) as buffer:
+        return _page_in_through(warming, mapped, file, buffer)
+
+
+def _page_in_through(warming: Warming, mapped: list[Region], file: BinaryIO, buffer: mmap.mmap
+                     ) -> tuple[Outcome, str]:
     same = os.fstat(file.fileno()).st_ino
     populate = True
     for region in mapped:
@@ -274,7 +281,7 @@ def _page_in(warming: Warming, mapped: list[Region], file: BinaryIO) -> tuple[Ou
         while at < region.end:
             if warming._cancelled.is_set():
                 return Outcome.CANCELLED, ""
-            length = min(CHUNK, region.end - at)
+            length = min(len(buffer), region.end - at)
             _read_through(file, buffer, region.offset + (at - region.start), length)
             if warming._cancelled.is_set():  # let go during the read (a narrower window, not closed: the owner is
                 # kept alive meanwhile, so a populate that starts just after a cancel maps what still exists)
@@ -292,13 +299,14 @@ def _page_in(warming: Warming, mapped: list[Region], file: BinaryIO) -> tuple[Ou
     return (Outcome.POPULATED if populate else Outcome.READ), ""
 
 
-def _read_through(file: BinaryIO, buffer: bytearray, offset: int, length: int) -> None:
+def _read_through(file: BinaryIO, buffer: mmap.mmap, offset: int, length: int) -> None:
     """Read a part of the file into ``buffer``: the same page-cache pages the mapping shows, each read once.
     A page the kernel has just mapped is not yet cheap for the processor on a virtual machine (its host maps guest
     memory on first access): measured on this project's VM, the first thirty searches of a 1M graph populated but
     not read took 4.6-7.5 ms p50 after the page cache was dropped, against 2-2.5 ms read (docs/performance.md).
     Through the file, not the mapping: nothing can fault, whatever happens to the mapping meanwhile."""
-    os.preadv(file.fileno(), [memoryview(buffer)[:length]], offset)
+    with memoryview(buffer) as view, view[:length] as part:  # released: the buffer is unmapped after
+        os.preadv(file.fileno(), [part], offset)
 
 
 def _madvise(start: int, length: int, advice: int) -> int:
