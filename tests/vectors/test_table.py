@@ -16,6 +16,17 @@ def _vecs(n: int, dim: int = 8, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32)
 
 
+def _two_entries(tmp_path):
+    """A table loaded from entry ``a``, then saved with one more row as entry ``b`` (which links ``a``'s rows) and
+    loaded from ``b``; the caller's ``c`` is the next save."""
+    table = VectorTable(8)
+    table.add([f"k{i}" for i in range(100)], _vecs(100))
+    table.save(tmp_path / "a")
+    table.load(tmp_path / "a")
+    table.add(["x"], _vecs(1, seed=1))
+    return table
+
+
 def test_vectors_come_back_from_memory_the_spill_file_and_a_saved_file(tmp_path):
     vecs = _vecs(23)
     table = VectorTable(8, spill_dir=tmp_path / "spill", block=5)  # 4 blocks spilled, 3 rows in memory
@@ -90,21 +101,28 @@ def test_many_small_saves_keep_few_segments_and_every_row(tmp_path):
     table.close()
 
 
-def test_saving_into_the_folder_it_was_loaded_from_keeps_every_row(tmp_path):
-    table = VectorTable(8)
-    table.add([f"k{i}" for i in range(50)], _vecs(50))
-    table.save(tmp_path / "t")
-    table.load(tmp_path / "t")
-    table.add(["x"], _vecs(1, seed=9))
-    table.save(tmp_path / "t")  # its own files: copied from the handles it holds, never truncated under them
+def _reread(path, rows: int) -> VectorTable:
+    """The table saved in ``path``, opened afresh, checked to hold ``rows`` rows."""
     again = VectorTable(8)
-    again.load(tmp_path / "t")
-    assert len(again) == 51
-    np.testing.assert_array_equal(again.get("k49"), _vecs(50)[49])
-    np.testing.assert_array_equal(again.get("x"), _vecs(1, seed=9)[0])
-    table.save(tmp_path / "t")  # and again, after a save that wrote two segments there
-    again.load(tmp_path / "t")
-    assert len(again) == 51
+    again.load(path)
+    assert len(again) == rows
+    return again
+
+
+def test_saving_into_the_folder_it_was_loaded_from_keeps_every_row(tmp_path):
+    import os
+
+    table = _two_entries(tmp_path)
+    inode = os.stat(tmp_path / "a" / "vectors.npy").st_ino
+    table.save(tmp_path / "a")  # its own files: left as they are, never truncated under it
+    assert os.stat(tmp_path / "a" / "vectors.npy").st_ino == inode, "not rewritten"
+    again = _reread(tmp_path / "a", 101)
+    assert again.segments == 2
+    np.testing.assert_array_equal(again.get("k99"), _vecs(100)[99])
+    np.testing.assert_array_equal(again.get("x"), _vecs(1, seed=1)[0])
+    table.save(tmp_path / "a")  # and again, after a save that wrote two segments there
+    again.load(tmp_path / "a")
+    assert len(again) == 101
     for t in (table, again):
         t.close()
 
@@ -112,27 +130,12 @@ def test_saving_into_the_folder_it_was_loaded_from_keeps_every_row(tmp_path):
 @pytest.mark.parametrize("written", ['{"segments": 65}', '{"segments": 0}', '{"segments": true}', '[2]', 'no json',
                                      '{"segments": "2"}', '{"segments": 3}', " " * 5000, "[" * 4000])
 def test_a_segment_count_that_is_not_one_of_the_table_is_refused(tmp_path, written):
-    table = VectorTable(8)
-    table.add([f"k{i}" for i in range(5)], _vecs(5))
-    table.save(tmp_path / "t")
-    table.load(tmp_path / "t")
-    table.add(["x"], _vecs(1, seed=1))
-    table.save(tmp_path / "u")
-    (tmp_path / "u" / "segments.json").write_text(written)
+    table = _two_entries(tmp_path)
+    table.save(tmp_path / "b")
+    (tmp_path / "b" / "segments.json").write_text(written)
     with pytest.raises(StoreError):
-        VectorTable(8).load(tmp_path / "u")
+        VectorTable(8).load(tmp_path / "b")
     table.close()
-
-
-def _two_entries(tmp_path):
-    """A table loaded from entry ``a``, then saved with one more row as entry ``b`` (which links ``a``'s rows) and
-    loaded from ``b``; the caller's ``c`` is the next save."""
-    table = VectorTable(8)
-    table.add([f"k{i}" for i in range(100)], _vecs(100))
-    table.save(tmp_path / "a")
-    table.load(tmp_path / "a")
-    table.add(["x"], _vecs(1, seed=1))
-    return table
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="links an open file through /proc")
@@ -149,9 +152,7 @@ def test_rows_loaded_from_an_entry_swept_since_are_still_linked_not_copied(tmp_p
     table.add(["y"], _vecs(1, seed=2))
     table.save(tmp_path / "c")
     assert os.stat(tmp_path / "c" / "vectors.npy").st_ino == inode
-    again = VectorTable(8)
-    again.load(tmp_path / "c")
-    assert len(again) == 102
+    again = _reread(tmp_path / "c", 102)
     np.testing.assert_array_equal(again.get("k99"), _vecs(100)[99])
     for t in (table, again):
         t.close()
@@ -166,25 +167,9 @@ def test_rows_whose_files_no_name_holds_any_more_are_copied_from_the_open_files(
     with caplog.at_level(logging.INFO, logger="guimem.vectors.table"):
         table.save(tmp_path / "c")
     assert "100 saved rows copied" in caplog.text
-    again = VectorTable(8)
-    again.load(tmp_path / "c")
-    assert len(again) == 101
+    again = _reread(tmp_path / "c", 101)
     np.testing.assert_array_equal(again.get("k0"), _vecs(100)[0])
     np.testing.assert_array_equal(again.get("x"), _vecs(1, seed=1)[0])
-    for t in (table, again):
-        t.close()
-
-
-def test_a_save_into_its_own_folder_leaves_the_loaded_files_as_they_are(tmp_path):
-    import os
-
-    table = _two_entries(tmp_path)
-    inode = os.stat(tmp_path / "a" / "vectors.npy").st_ino
-    table.save(tmp_path / "a")
-    assert os.stat(tmp_path / "a" / "vectors.npy").st_ino == inode, "not rewritten"
-    again = VectorTable(8)
-    again.load(tmp_path / "a")
-    assert len(again) == 101 and again.segments == 2
     for t in (table, again):
         t.close()
 
@@ -197,9 +182,7 @@ def test_an_exact_index_refuses_a_table_of_several_segments_and_never_writes_thr
     index = ExactIndex(8)
     index.add(["z"], _vecs(1, seed=3))
     index.save(tmp_path / "b")  # over a link to a's file: a's file is left alone
-    again = VectorTable(8)
-    again.load(tmp_path / "a")
-    assert len(again) == 100
+    again = _reread(tmp_path / "a", 100)
     np.testing.assert_array_equal(again.get("k7"), _vecs(100)[7])
     for t in (table, again):
         t.close()
@@ -215,15 +198,11 @@ def test_keys_that_are_not_a_list_are_refused(tmp_path):
 
 
 def test_a_key_in_two_segments_is_refused(tmp_path):
-    table = VectorTable(8)
-    table.add([f"k{i}" for i in range(5)], _vecs(5))
-    table.save(tmp_path / "t")
-    table.load(tmp_path / "t")
-    table.add(["x"], _vecs(1, seed=1))
-    table.save(tmp_path / "u")
-    np.save(tmp_path / "u" / "ids.1.npy", np.asarray(["k0"]))
-    with pytest.raises(StoreError):
-        VectorTable(8).load(tmp_path / "u")
+    table = _two_entries(tmp_path)
+    table.save(tmp_path / "b")
+    np.save(tmp_path / "b" / "ids.1.npy", np.asarray(["k0"]))
+    with pytest.raises(StoreError, match="twice"):
+        VectorTable(8).load(tmp_path / "b")
     table.close()
 
 
