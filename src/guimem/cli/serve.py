@@ -74,6 +74,10 @@ def serve(
     except GuimemError as exc:
         raise fail(ctx, exc) from None
     try:
+        try:  # before it listens: the first recall does not wait for the model
+            service.warm()
+        except GuimemError as exc:  # the first recall tries again, and reports it where it happens
+            st.err.print(f"[bold yellow]warning:[/] memory's models did not load ahead: {exc.message}")
         if mcp is not None:
             if mcp != "stdio":
                 raise fail(ctx, ConfigError(f"unknown MCP transport {mcp!r}", suggestion="use --mcp stdio"))

@@ -33,6 +33,7 @@ from guimem.service.models import (
 from guimem.service.queue import EntryStatus, EpisodeQueue
 from guimem.settings import GuimemSettings
 from guimem.storage import Record, Store, create_store
+from guimem.tokens import TiktokenCounter
 from guimem.types import ItemKind, Task, Trajectory, read_trajectories, shorten, write_atomic
 
 
@@ -92,6 +93,17 @@ class MemoryService:
     def _open(self) -> Memory:
         return open_memory(self.settings.method, self.store, self.process, spec=self.settings.spec,
                            namespace=self.namespace, embedder=self._embedder, env_factory=self._env_factory)
+
+    def warm(self) -> str:
+        """Load the embedding model and the token encoding now, so that the first recall does not wait for them
+        (e5 about 0.1 s, the encoding 0.12 s); what was loaded. `guimem serve` calls it before it listens.
+
+        Raises:
+            GuimemError: The embedder cannot work (a remote one that does not answer, a missing model), or the
+                token encoding is not available."""
+        self._embedder.embed(["warm up"])
+        TiktokenCounter(self.process.token_encoding).load()
+        return f"embedder {self._embedder.name} and token encoding {self.process.token_encoding} loaded"
 
     def close(self) -> None:
         """Close the memory and its store (idempotent), and stop the embedder's embed-ahead thread."""
