@@ -595,14 +595,13 @@ def after_open_child(method: str, store_path: str, cache_dir: str, queries: int)
 
     from guimem.embeddings import create_embedder
     from guimem.memory.base import RecallQuery
-    from guimem.memory.factory import open_memory
+    from guimem.memory.factory import load_models, open_memory
     from guimem.settings import GuimemSettings
-    from guimem.tokens import TiktokenCounter
     from guimem.types import Trajectory
 
     settings = GuimemSettings(cache_dir=Path(cache_dir))
     embedder = create_embedder(settings.embedder)
-    TiktokenCounter(settings.token_encoding).load()  # as an evaluation's process does before its first episode
+    load_models(embedder, settings)  # as an evaluation's process does before its first episode
     trajs = [Trajectory.model_validate_json(x) for x in Path(screens()).read_text().splitlines()]
     shots = [(t.task, o) for t in trajs for o in t.observations]
     random.Random(5).shuffle(shots)

@@ -671,9 +671,9 @@ def test_an_index_opened_from_the_cache_is_warmed_unless_the_settings_say_not(ki
     assert folder is not None
     asked: list[int] = []
     monkeypatch.setattr(ExactIndex, "warm", lambda self: asked.append(len(self)) or [])
-    assert cache.fill(folder, ExactIndex(8)) and asked == [2]
+    assert cache.open_index("probe", ExactIndex(8)) is not None and asked == [2]
     off = IndexCache(dataclasses.replace(_cached(kit, tmp_path), warm_indexes=False))
-    assert off.fill(folder, ExactIndex(8)) and asked == [2]
+    assert off.open_index("probe", ExactIndex(8)) is not None and asked == [2]
 
 
 def test_the_setting_reaches_the_memory_from_the_environment(tmp_path, monkeypatch):

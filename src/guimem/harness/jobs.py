@@ -15,10 +15,9 @@ from guimem.harness.factory import make_env, make_policy
 from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir
 from guimem.llm import create_llm
 from guimem.memory.base import Memory, Refreshable, SkillRunner
-from guimem.memory.factory import open_memory
+from guimem.memory.factory import load_models, open_memory
 from guimem.settings import GuimemSettings
 from guimem.tasks import SuiteEntry
-from guimem.tokens import TiktokenCounter
 from guimem.types import ActionErrorCode, ActionKind, InfraComponent, Preflight, Trajectory
 
 
@@ -149,18 +148,14 @@ class Workbench:
         return checked
 
     def warm(self) -> str | None:
-        """Load memory's embedding model and token encoding now, unless only the baseline runs, so that the first
-        step's recall does not wait for them (e5: about 0.1 s of the agent's time; the encoding 0.12 s, loaded once
-        in a process for every memory's counter); what was loaded, or None.
+        """Load memory's embedding model and token encoding now (`load_models`), unless only the baseline runs, so
+        that the first step's recall does not wait for them; what was loaded, or None.
 
         Raises:
-            GuimemError: The embedder cannot work (a remote one that does not answer, a missing model), or the
-                token encoding is not available."""
+            GuimemError: The embedder or the token encoding cannot work."""
         if all(method == "none" for method in self.spec.methods):
             return None
-        self.embedder.embed(["warm up"])
-        TiktokenCounter(self.settings.token_encoding).load()
-        return f"embedder {self.embedder.name} and token encoding {self.settings.token_encoding} loaded"
+        return load_models(self.embedder, self.settings)
 
     def run(self, job: EpisodeJob, fresh_memory: bool = False) -> tuple[EpisodeResult, Trajectory]:
         """Run one job (an env the infrastructure failed is closed, so the next job starts a new one)."""

@@ -173,18 +173,17 @@ class IndexCache:
         found = self.load(name, revision)
         if found is None or not self.fill(found[0], index):
             return None
+        self.warm(index)  # accepted: paged in
         return found[1]
 
-    def fill(self, folder: Path, index: Saved, warm: bool = True) -> bool:
-        """Fill ``index`` from an entry's folder (`load`), then `warm` it (``warm`` False: the caller does, once
-        everything it opens with it is accepted); False (rebuild) when it cannot be read."""
+    def fill(self, folder: Path, index: Saved) -> bool:
+        """Fill ``index`` from an entry's folder (`load`); False (rebuild) when it cannot be read. Not paged in: the
+        caller `warm`s it once everything it opens with it is accepted."""
         try:
             index.load(folder / "index")
         except Exception as exc:  # a corrupt cache file is rebuilt from the store, never trusted
             log.warning("index cache %s unreadable (%s); rebuilding", folder, exc)
             return False
-        if warm:
-            self.warm(index)
         return True
 
     def warm(self, index: object) -> list[paging.Warming]:

@@ -185,7 +185,7 @@ class ItemView(Generic[Body]):
         opened: dict[str, tuple[Path, dict[str, Any]]] = {}
         for index_name, index in indexes:  # each entry's pointer read once: index and arrays from one entry
             entry = self.cache.load(index_name)
-            if entry is None or not self.cache.fill(entry[0], index, warm=False):
+            if entry is None or not self.cache.fill(entry[0], index):
                 return None
             opened[index_name] = entry
         found = opened.get(name) or self.cache.load(name)

@@ -16,7 +16,7 @@ from guimem.errors import ConfigError, DataError, EpisodeRefusedError, FileConfl
 from guimem.memory.base import Curator, Memory, RecallQuery, Refused, RoundReport
 from guimem.memory.catalog import INNER_KINDS, counts, describe
 from guimem.memory.exchange import ExportHeader, export_header, export_lines, export_target, parse_export, write_import
-from guimem.memory.factory import check_method, open_memory
+from guimem.memory.factory import check_method, load_models, open_memory
 from guimem.memory.keys import MetaKey, RoundClock, meta_key
 from guimem.memory.names import namespace_of
 from guimem.memory.settings import MemorySpec
@@ -33,7 +33,6 @@ from guimem.service.models import (
 from guimem.service.queue import EntryStatus, EpisodeQueue
 from guimem.settings import GuimemSettings
 from guimem.storage import Record, Store, create_store
-from guimem.tokens import TiktokenCounter
 from guimem.types import ItemKind, Task, Trajectory, read_trajectories, shorten, write_atomic
 
 
@@ -95,15 +94,12 @@ class MemoryService:
                            namespace=self.namespace, embedder=self._embedder, env_factory=self._env_factory)
 
     def warm(self) -> str:
-        """Load the embedding model and the token encoding now, so that the first recall does not wait for them
-        (e5 about 0.1 s, the encoding 0.12 s); what was loaded. `guimem serve` calls it before it listens.
+        """Load memory's embedding model and token encoding now (`load_models`): `guimem serve` calls it before it
+        listens, so that the first recall does not wait for them; what was loaded.
 
         Raises:
-            GuimemError: The embedder cannot work (a remote one that does not answer, a missing model), or the
-                token encoding is not available."""
-        self._embedder.embed(["warm up"])
-        TiktokenCounter(self.process.token_encoding).load()
-        return f"embedder {self._embedder.name} and token encoding {self.process.token_encoding} loaded"
+            GuimemError: The embedder or the token encoding cannot work."""
+        return load_models(self._embedder, self.process)
 
     def close(self) -> None:
         """Close the memory and its store (idempotent), and stop the embedder's embed-ahead thread."""

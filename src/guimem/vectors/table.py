@@ -176,12 +176,13 @@ class VectorTable:
         if merged or new or not kept:
             self._write(path, count, merged, added=True)
             count += 1
-        for i in range(count, MAX_SEGMENTS + 1):  # what an earlier save into this folder left
-            for name in _names(i):
-                (path / name).unlink(missing_ok=True)
-        (path / SEGMENTS_FILE).unlink(missing_ok=True)
+        kept_names = {name for i in range(count) for name in _names(i)}
+        for left in (*path.glob("vectors.*.npy"), *path.glob("ids.*.npy"), path / SEGMENTS_FILE):
+            if left.name not in kept_names:  # what an earlier save into this folder left
+                left.unlink(missing_ok=True)
         if count > 1:
-            (path / SEGMENTS_FILE).write_text(json.dumps({"segments": count}), encoding="utf-8")
+            with _create(path / SEGMENTS_FILE) as out:
+                out.write(json.dumps({"segments": count}).encode())
 
     def _write(self, path: Path, i: int, segments: list[_Segment], added: bool) -> None:
         """Write segment ``i``: the rows of ``segments`` copied from their files, then (``added``) the rows added
