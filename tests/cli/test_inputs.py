@@ -159,3 +159,90 @@ def test_compare_refuses_runs_of_different_rounds_unless_forced(tmp_path):
     data = json.loads(forced.output)
     assert data["k"] == 2 and data["mismatches"] == ["rounds: 2 vs 3"]
     assert all(len(m["ci"]) == 2 and m["ci"][0] <= m["difference"] <= m["ci"][1] for m in data["methods"])
+
+
+@pytest.fixture
+def graph_store(tmp_path) -> str:
+    result = runner.invoke(app, _eval(tmp_path / "run", "--methods", "graph", "--json"))
+    assert result.exit_code == 0, result.output
+    return str(tmp_path / "run" / "memory" / "graph.sqlite")
+
+
+def _held(store: str) -> list[str]:
+    from guimem.cli.lookup import held
+
+    return [m.namespace for m in held(store)]
+
+
+def test_read_only_commands_never_add_a_memory_to_a_store(graph_store, tmp_path):
+    obs = tmp_path / "obs.json"
+    obs.write_text('{"app": "form", "elements": []}')
+    for args in (["memory", "stats", "--method", "steer"], ["memory", "list", "--method", "skills"],
+                 ["recall", "--goal", "g", "--observation", str(obs), "--method", "stack"],
+                 ["memory", "export", str(tmp_path / "x.jsonl"), "--method", "steer"],
+                 ["memory", "history", "i1", "--method", "steer"], ["memory", "end-round", "--method", "skills"],
+                 ["memory", "admit", "i1", "--method", "steer"]):
+        refused([*args, "--store", graph_store], "holds no", "graph")
+    assert _held(graph_store) == ["graph"]
+    assert not (tmp_path / "x.jsonl").exists()
+    # the store's only memory is still found without --method
+    found = runner.invoke(app, ["recall", "--goal", "g", "--observation", str(obs), "--store", graph_store, "--json"])
+    assert found.exit_code == 0, found.output
+
+
+def test_a_store_that_holds_no_memory_yet_is_said_so_by_read_only_commands(tmp_path):
+    from guimem.storage import create_store
+
+    empty = tmp_path / "empty.sqlite"
+    create_store(str(empty)).close()
+    for args in (["memory", "list"], ["memory", "export", str(tmp_path / "x.jsonl")], ["memory", "end-round"]):
+        refused([*args, "--store", str(empty)], "holds no memory yet", "guimem learn")
+    assert _held(str(empty)) == []
+
+
+def test_learn_export_and_import_default_to_the_stores_only_memory(graph_store, tmp_path):
+    export = tmp_path / "graph.jsonl"
+    done = runner.invoke(app, ["memory", "export", str(export), "--store", graph_store, "--json"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.output)["records"] > 0
+    # into a new store, an import without --method is the export's own memory
+    copy = str(tmp_path / "copy.sqlite")
+    imported = runner.invoke(app, ["memory", "import", str(export), "--store", copy, "--json"])
+    assert imported.exit_code == 0, imported.output
+    assert _held(copy) == ["graph"]
+    assert json.loads(imported.output)["records"] == json.loads(done.output)["records"]
+
+
+def test_failed_learn_and_import_leave_no_store_behind(graph_store, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"header": tru}\n')
+    refused(["learn", str(tmp_path / "missing.jsonl"), "--store", str(tmp_path / "l.sqlite"), "--method", "graph"],
+            "missing.jsonl")
+    refused(["memory", "import", str(bad), "--store", str(tmp_path / "i.sqlite")], "bad.jsonl:1")
+    export = tmp_path / "graph.jsonl"
+    assert runner.invoke(app, ["memory", "export", str(export), "--store", graph_store]).exit_code == 0
+    refused(["memory", "import", str(export), "--store", str(tmp_path / "m.sqlite"), "--method", "steer"],
+            "an export of a graph memory")
+    assert not [p.name for p in tmp_path.glob("*.sqlite*")]
+
+
+def test_a_near_miss_method_is_suggested_once(steer_store):
+    out = refused(["memory", "stats", "--store", steer_store, "--method", "stek"], "did you mean")
+    assert out.count("'steer'") == 1, out
+
+
+def test_serve_says_when_it_makes_a_new_store(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    def serve(store: Path) -> str:
+        proc = subprocess.run([sys.executable, "-m", "guimem.cli", "serve", "--store", str(store), "--mcp", "stdio"],
+                              input="", capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "GUIMEM_EMBEDDER__NAME": "hashing"})
+        assert proc.returncode == 0, proc.stderr
+        return proc.stderr
+
+    typo = tmp_path / "stoer.sqlite"
+    assert f"there was no store at {typo}" in serve(typo).replace("\n", "")
+    assert "there was no store" not in serve(typo)  # now it is there

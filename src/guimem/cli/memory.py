@@ -15,15 +15,18 @@ from guimem.cli.help import Command, Group
 from guimem.cli.lookup import FIND, held, print_held, resolve_memory
 from guimem.cli.output import CliState, emit_json, fail, state
 from guimem.errors import ConfigError, DataError, GuimemError
+from guimem.memory.exchange import parse_export
 from guimem.memory.settings import MemorySpec
+from guimem.registry import default_registry
 from guimem.service.core import MemoryService, ServiceSettings
 from guimem.service.models import RecallRequest, Stats
 from guimem.types import Injection, Observation, plural
-from guimem.types.files import read_regular
+from guimem.types.files import read_regular, read_trajectories
 from guimem.types.strictjson import StrictJSONError, loads_strict
 
 STORE = typer.Option(..., "--store", help="Store: a SQLite path, or postgresql://...")
-METHOD = typer.Option("steer", "--method", "-m", help="Memory method (namespace) in the store.")
+ADDS = typer.Option(None, "--method", "-m", help="The memory: a method (steer, my_pkg.mod:MyMemory), the namespace "
+                   "it is kept under, or its own name. Default: the store's only memory (steer in a new store).")
 JSON = typer.Option(False, "--json", help="Print JSON.")
 ADHOC_TASK = "adhoc"
 memory_app = typer.Typer(cls=Group, help="Inspect, curate, export and import a memory.", no_args_is_help=True)
@@ -36,7 +39,7 @@ def _service(ctx: typer.Context, store: str, method: str | None, verify: bool = 
     new memory (``create``) may create the store."""
     st = state(ctx)
     try:
-        method, namespace = resolve_memory(store, method)
+        method, namespace = resolve_memory(store, method, adds=create)
     except GuimemError as exc:
         raise fail(ctx, exc) from None
     env_holder: list[object] = []
@@ -76,7 +79,7 @@ def learn(
     ctx: typer.Context,
     trajectories: Path = typer.Argument(..., help="A trajectory file (JSONL, one episode per line)."),
     store: str = STORE,
-    method: str = METHOD,
+    method: str | None = ADDS,
     end_round: bool = typer.Option(True, "--end-round/--no-end-round",
                                    help="Apply the round boundary after learning (STEER admissions, merges)."),
     verify: bool = typer.Option(False, "--verify", help="Verify induced skills by replay in MiniWoB++."),
@@ -84,11 +87,15 @@ def learn(
 ) -> None:
     """Learn from a trajectory file. Transactional: a malformed line fails the file and stores nothing."""
     st = state(ctx, json_output)
+    try:
+        episodes = read_trajectories(trajectories)  # the whole file checked before a store is opened or made
+    except GuimemError as exc:
+        raise fail(ctx, exc) from None
     with _service(ctx, store, method, verify, create=True) as svc:
-        reply = svc.learn_file(trajectories, end_round)
+        reply = svc.learn(episodes, end_round)
         stats = svc.stats()
     _out(st, json_output, reply, lambda: st.console.print(
-        f"learned {plural(reply.episodes - reply.repeated, 'episode')} into {method}"
+        f"learned {plural(reply.episodes - reply.repeated, 'episode')} into {svc.settings.method}"
         + (f" ({reply.repeated} already learned by episode id: not learned again)" if reply.repeated else "")
         + (f" ({stats.queued} kept in the store for the next round boundary)" if stats.queued else "")
         + (f" ({reply.quarantined} set aside: see memory stats)" if reply.quarantined else "")
@@ -237,7 +244,7 @@ def history_cmd(ctx: typer.Context, item: str = typer.Argument(..., help="Item i
 
 @memory_app.command("export", cls=Command)
 def export_cmd(ctx: typer.Context, path: Path = typer.Argument(..., help="Output JSONL."), store: str = STORE,
-               method: str = METHOD, json_output: bool = JSON) -> None:
+               method: str | None = FIND, json_output: bool = JSON) -> None:
     """Every version and event of the memory as JSONL."""
     st = state(ctx, json_output)
     with _service(ctx, store, method) as svc:
@@ -248,13 +255,41 @@ def export_cmd(ctx: typer.Context, path: Path = typer.Argument(..., help="Output
 
 @memory_app.command("import", cls=Command)
 def import_cmd(ctx: typer.Context, path: Path = typer.Argument(..., help="An export JSONL."), store: str = STORE,
-               method: str = METHOD, json_output: bool = JSON) -> None:
+               method: str | None = typer.Option(None, "--method", "-m", help="The memory to load it into: a method, "
+                                                 "a namespace or a memory's own name. Default: the store's only "
+                                                 "memory; in a new store, the export's own."),
+               json_output: bool = JSON) -> None:
     """Load an export (validated first; one transaction)."""
     st = state(ctx, json_output)
+    try:
+        method = _import_target(path, store, method)
+    except GuimemError as exc:
+        raise fail(ctx, exc) from None
     with _service(ctx, store, method, create=True) as svc:
         reply = svc.import_(path)
     _out(st, json_output, reply, lambda: st.console.print(
         f"imported {reply.records} record versions and {reply.events} events from {reply.path}"))
+
+
+def _import_target(path: Path, store: str, method: str | None) -> str | None:
+    """The memory an import goes into, the export checked whole first (so that a bad file makes no store): the
+    one ``method`` names, else the store's only one, else (a new or empty store) the export's own.
+
+    Raises:
+        DataError: A line of the export is not valid, or it is another shipped method's export.
+    """
+    header, _, _ = parse_export(path, None)
+    shipped = set(default_registry().names("memory"))
+    try:
+        holds = bool(held(store))
+    except GuimemError:
+        holds = False  # no store yet: the import makes it
+    if method is None and not holds and header.method in shipped:
+        return header.method
+    if method in shipped and header.method in shipped and method != header.method and not holds:
+        raise DataError(f"an export of a {header.method} memory cannot be imported into a {method} memory",
+                        path=path.name, field="method", suggestion=f"import it with --method {header.method}")
+    return method
 
 
 def _curate(ctx: typer.Context, item: str, store: str, method: str | None, status: str, reason: str,

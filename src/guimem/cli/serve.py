@@ -6,8 +6,9 @@ import socket
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
-from guimem.cli.lookup import FIND, resolve_memory
+from guimem.cli.lookup import FIND, is_new_store, resolve_memory
 from guimem.cli.output import fail, state
 from guimem.errors import ConfigError, GuimemError
 from guimem.memory.settings import MemorySpec
@@ -66,8 +67,10 @@ def serve(
     st = state(ctx)
     if (http is None) == (mcp is None):
         raise fail(ctx, ConfigError("give exactly one of --http HOST:PORT or --mcp stdio"))
+    made = f"[bold yellow]note:[/] there was no store at {escape(store)}: a new, empty one was made there"
+    new = is_new_store(store)  # served all the same (memory is learned through it), but said: a mistyped path shows
     try:
-        method, namespace = resolve_memory(store, method)
+        method, namespace = resolve_memory(store, method, adds=True)
         service = MemoryService(ServiceSettings(store=store, method=method, namespace=namespace,
                                                 data_dir=data_dir or st.settings.data_dir,
                                                 spec=MemorySpec(extractor=st.settings.extractor)), st.settings)
@@ -86,6 +89,8 @@ def serve(
             from guimem.service.mcp import build_server
             from guimem.service.mcpwire import serve_stdio
 
+            if new:
+                st.err.print(made)
             anyio.run(serve_stdio, build_server(service))
             return
         import uvicorn
@@ -106,6 +111,8 @@ def serve(
             st.err.print("[bold yellow]warning:[/] serving without an API key on a non-loopback address (--insecure)")
         app = create_app(service, api_key=key, max_body_bytes=int(max_body_mb * 1_000_000), run_dir=run,
                          insecure=insecure)
+        if new:
+            st.err.print(made)
         st.err.print(f"guimem serving {method} from {store} on http://{host}:{port}/ "
                      f"({'API key required' if key else 'no API key'})")
         limits = ConnectionLimits.for_descriptor_limit()

@@ -335,8 +335,10 @@ def _check_header(header: ExportHeader, expected: ExportHeader, path: Path, line
                         suggestion=f"import it with --method {header.method} (or into a {header.method} service)")
 
 
-def parse_export(path: Path, expected: ExportHeader) -> tuple[ExportHeader, list[ExportRecord], list[ExportEvent]]:
-    """An export file, validated whole (``expected``: this memory's method and embedder).
+def parse_export(path: Path, expected: ExportHeader | None
+                 ) -> tuple[ExportHeader, list[ExportRecord], list[ExportEvent]]:
+    """An export file, validated whole (``expected``: this memory's method and embedder; None: each line alone,
+    as a command checks a file before it opens a store for it).
 
     Raises:
         DataError: A line that is not valid (its number and field named), or another memory's export.
@@ -352,9 +354,12 @@ def parse_export(path: Path, expected: ExportHeader) -> tuple[ExportHeader, list
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or None
-            raise DataError(first["msg"], path=path.name, line=number, field=field) from None
+            raise DataError(first["msg"], path=path.name, line=number, field=field,
+                            suggestion="import a file `guimem memory export` wrote: a header line, then one JSON "
+                                       "object per record or event") from None
         if isinstance(parsed, ExportHeader):
-            _check_header(parsed, expected, path, number)
+            if expected is not None:
+                _check_header(parsed, expected, path, number)
             header = parsed
         elif isinstance(parsed, ExportRecord):
             records.append(parsed)

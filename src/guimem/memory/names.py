@@ -107,7 +107,7 @@ def find_memory(store: Store, given: str, registry: Registry | None = None) -> t
         if given == m.namespace:
             raise ConfigError(f"the store holds {given!r} but not which method wrote it",
                               suggestion="give --method with the method's import path (my_pkg.module:Class)")
-    known = [*reg.names("memory"), *namespaces, *(m.name for m in held if m.name)]
+    known = list(dict.fromkeys([*reg.names("memory"), *namespaces, *(m.name for m in held if m.name)]))
     close = difflib.get_close_matches(given, known, n=3, cutoff=0.5)
     raise ConfigError(f"unknown memory {given!r}: not a method, and the store holds no memory of that name",
                       suggestion=f"did you mean {', '.join(repr(c) for c in close)}?" if close else held_summary(held))

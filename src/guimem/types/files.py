@@ -6,6 +6,7 @@ the whole file with its path, line number and field.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import uuid
@@ -29,7 +30,9 @@ def read_regular(path: Path | str, limit: int) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except OSError as exc:
-        raise DataError(f"cannot read: {exc.strerror or exc}", path=str(path)) from None
+        fix = {errno.ENOENT: "check the path: there is no such file", errno.EACCES: "make the file readable",
+               errno.ENOTDIR: "check the path: a part of it is a file, not a folder"}.get(exc.errno or 0)
+        raise DataError(f"cannot read: {exc.strerror or exc}", path=str(path), suggestion=fix) from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise DataError("is not a regular file (a folder, device, FIFO or socket)", path=str(path))
