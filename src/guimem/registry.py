@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import inspect
 import os
 import sys
 from collections.abc import Callable
@@ -152,12 +153,60 @@ class Registry:
         """
         spec = self.spec(kind, name)
         if spec.own:
-            spec.load()
+            _check_buildable(kind, spec.target, spec.load())
         return spec
 
     def create(self, kind: str, name: str, /, **kwargs: Any) -> Any:
-        """Build the backend ``name`` of ``kind`` with ``kwargs``."""
-        return self.spec(kind, name).load()(**kwargs)
+        """Build the backend ``name`` of ``kind`` with ``kwargs``.
+
+        Raises:
+            ImportPathError: Your own backend cannot be built with them (abstract, or another signature).
+        """
+        spec = self.spec(kind, name)
+        factory = spec.load()
+        if spec.own:
+            _check_buildable(kind, spec.target, factory, tuple(kwargs))
+        return factory(**kwargs)
+
+
+BUILT_WITH: dict[str, tuple[str, ...]] = {
+    "memory": ("kit", "spec", "env_factory"),
+    "policy": ("settings", "seed", "context", "screenshots"),
+    "env": ("settings", "screenshots_dir"),
+    "llm": ("settings",),
+    "vector_index": ("dim",),
+}
+"""The keyword arguments guimem builds each kind of part with (docs/extending.md)."""
+
+
+def _check_buildable(kind: str, target: str, factory: object, given: tuple[str, ...] | None = None) -> None:
+    """Your own ``target`` can be built as guimem builds a ``kind``: a class that is not abstract, or a function,
+    taking the keyword arguments it is given (``given``, else the kind's `BUILT_WITH`); checked before anything
+    runs on it, so that a part which imports but cannot be built costs nothing either.
+
+    Raises:
+        ImportPathError: It is not callable, is abstract, or its signature does not take those arguments.
+    """
+    fix = f"see docs/extending.md: a {kind} is built as {target.rpartition(':')[2]}(" + ", ".join(
+        f"{k}=..." for k in (given or BUILT_WITH.get(kind, ()))) + ")"
+    if not callable(factory):
+        raise ImportPathError(target, f"{target!r} is a {type(factory).__name__}, not a class or function",
+                              suggestion=fix)
+    if inspect.isclass(factory) and inspect.isabstract(factory):
+        missing = ", ".join(sorted(getattr(factory, "__abstractmethods__", ())))
+        raise ImportPathError(target, f"{target!r} is abstract: it does not implement {missing}",
+                              suggestion=f"implement them ({fix})")
+    names = given if given is not None else BUILT_WITH.get(kind)
+    if names is None:
+        return
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):  # a builtin or C type: nothing to compare
+        return
+    try:
+        signature.bind(**dict.fromkeys(names))
+    except TypeError as exc:
+        raise ImportPathError(target, f"{target!r} cannot be built as a {kind}: {exc}", suggestion=fix) from None
 
 
 MEMORY_METHODS = {

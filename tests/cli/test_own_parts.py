@@ -135,3 +135,59 @@ def test_memory_stats_without_a_method_lists_the_memories_of_a_store_holding_sev
     assert "holds 2 memories (give --method to see one)" in text and "steer" not in text, text
     chosen = run_guimem("memory", "list", "--store", "m.sqlite", cwd=tmp_path)
     assert chosen.returncode == 2 and "give --method" in chosen.stderr, chosen.stderr
+
+
+BROKEN = '''
+from guimem.memory.base import RoundLog, StoredRounds
+
+
+class BadCtor:
+    def __init__(self, store):
+        self.store = store
+
+
+class NoRecall(StoredRounds):
+    def __init__(self, kit, spec, env_factory=None):
+        self.rounds = RoundLog(kit.store, kit.namespace)
+
+
+def plain():
+    return None
+
+
+class NoKw:
+    def __init__(self):
+        pass
+
+
+NOT_CALLABLE = 3
+'''
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (("--methods", "mypkg.broken:BadCtor"), "cannot be built as a memory"),
+    (("--methods", "mypkg.broken:NoRecall"), "is abstract: it does not implement"),
+    (("--methods", "mypkg.broken:plain"), "cannot be built as a memory"),
+    (("--methods", "mypkg.broken:NOT_CALLABLE"), "is a int, not a class or function"),
+    (("--methods", MEMORY, "--policy", "mypkg.broken:NoKw"), "cannot be built as a policy"),
+    (("--methods", MEMORY, "--context", "conac"), "unknown context strategy 'conac'"),
+    (("--methods", MEMORY, "--backend", "rey"), "unknown backend 'rey'"),
+])
+def test_an_own_part_that_imports_but_cannot_be_built_and_a_mistyped_option_are_one_line_before_anything(
+        project, args, said):
+    (project / "mypkg" / "broken.py").write_text(BROKEN)
+    done = run_guimem("eval", "--env", ENV, "--suite", "suite.json", "--rounds", "1", "--out", "runs/bad", *args,
+                      cwd=project)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and said in lines[0] and "fix:" in lines[0], done.stderr
+    assert not (project / "runs" / "bad").exists()  # no spec, no results, no store: the fixed command runs
+
+
+def test_learn_with_an_own_memory_that_cannot_be_built_is_one_line_and_makes_no_store(project, tmp_path):
+    (project / "mypkg" / "broken.py").write_text(BROKEN)
+    episodes = tmp_path / "none.jsonl"
+    episodes.write_text("")
+    done = run_guimem("learn", str(episodes), "--store", "s.sqlite", "--method", "mypkg.broken:BadCtor", cwd=project)
+    assert done.returncode == 2 and "cannot be built as a memory" in done.stderr, done.stderr
+    assert not (project / "s.sqlite").exists()

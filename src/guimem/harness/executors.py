@@ -7,6 +7,7 @@ boundary, so the episodes of a round are independent and can run in any order, a
 from __future__ import annotations
 
 import contextlib
+import difflib
 import logging
 import multiprocessing as mp
 import os
@@ -19,7 +20,7 @@ from typing import Any, Protocol
 
 from guimem.errors import GuimemError
 from guimem.harness.jobs import EpisodeJob, Workbench
-from guimem.harness.runfiles import EpisodeResult, EvalSpec, RunDir
+from guimem.harness.runfiles import BACKENDS, EpisodeResult, EvalSpec, RunDir
 from guimem.processes import adopt_orphans, orphans_adopted, stop_descendants
 from guimem.settings import GuimemSettings
 from guimem.types import Trajectory
@@ -346,5 +347,5 @@ def make_executor(backend: str, workers: int, bench: Workbench, spec: EvalSpec, 
     if backend not in builders:
         from guimem.errors import UnknownBackendError
 
-        raise UnknownBackendError("backend", backend, sorted(builders), [])
+        raise UnknownBackendError("backend", backend, sorted(builders), difflib.get_close_matches(backend, BACKENDS))
     return builders[backend]()

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 
 from guimem.agents.base import Policy
+from guimem.agents.llm import STRATEGIES
 from guimem.envs.base import Env
-from guimem.harness.runfiles import EvalSpec
+from guimem.errors import UnknownBackendError
+from guimem.harness.runfiles import BACKENDS, EvalSpec
 from guimem.memory.factory import check_method
 from guimem.registry import Registry, default_registry
 from guimem.settings import GuimemSettings
@@ -17,10 +20,17 @@ def check_names(spec: EvalSpec, settings: GuimemSettings, registry: Registry | N
     folder, a store or an episode is made, so a typo costs nothing.
 
     Raises:
-        UnknownBackendError: A name that is not registered (with "did you mean").
+        UnknownBackendError: A name that is not registered (with "did you mean"), an unknown ``--backend`` or
+            ``--context``.
         ImportPathError: Your own ``module:Class`` (method, env, policy, LLM backend) cannot be imported.
     """
     reg = registry or default_registry()
+    if spec.backend not in BACKENDS:
+        raise UnknownBackendError("backend", spec.backend, list(BACKENDS), difflib.get_close_matches(spec.backend,
+                                                                                                    BACKENDS))
+    if spec.context not in STRATEGIES:  # whatever the policy: a name that means nothing is refused, not recorded
+        raise UnknownBackendError("context strategy", spec.context, list(STRATEGIES),
+                                  difflib.get_close_matches(spec.context, STRATEGIES))
     for method in spec.methods:
         check_method(method, reg)
     reg.check("env", spec.env)

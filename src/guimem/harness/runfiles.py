@@ -44,6 +44,10 @@ def package_versions() -> dict[str, str]:
     return out
 
 
+BACKENDS = ("local", "ray")
+"""Where an evaluation's episodes run (``--backend``)."""
+
+
 class EvalSpec(BaseModel):
     """Everything needed to rerun an evaluation (``run_spec.json``)."""
 
