@@ -246,3 +246,19 @@ def test_serve_says_when_it_makes_a_new_store(tmp_path):
     typo = tmp_path / "stoer.sqlite"
     assert f"there was no store at {typo}" in serve(typo).replace("\n", "")
     assert "there was no store" not in serve(typo)  # now it is there
+
+
+def test_recall_options_out_of_bounds_are_one_line_naming_the_option(steer_store, tmp_path):
+    obs = tmp_path / "obs.json"
+    obs.write_text('{"app": "form", "elements": []}')
+    base = ["recall", "--observation", str(obs), "--store", steer_store]
+    refused([*base, "--goal", ""], "--goal", "at least 1 character")
+    refused([*base, "--goal", "g" * 4001], "--goal", "at most 4000 characters")
+    refused([*base, "--goal", "g", "--task", "t" * 201], "--task", "at most 200 characters")
+
+
+def test_a_mistyped_list_filter_is_refused_not_answered_with_nothing(steer_store):
+    refused(["memory", "list", "--store", steer_store, "--kind", "knowlege"], "unknown kind", "'knowledge'")
+    refused(["memory", "list", "--store", steer_store, "--status", "admited"], "unknown status", "'admitted'")
+    listed = runner.invoke(app, ["memory", "list", "--store", steer_store, "--kind", "procedure", "--json"])
+    assert listed.exit_code == 0 and json.loads(listed.output), listed.output

@@ -132,3 +132,12 @@ def test_an_item_id_with_a_nul_byte_is_a_client_error(http):
 def test_openapi_schema_lists_the_routes(http):
     schema = httpx.get(f"{http}/openapi.json", headers=H).json()
     assert {"/v1/recall", "/v1/learn", "/v1/end_round", "/v1/items/{item_id}/history"} <= set(schema["paths"])
+
+
+def test_a_mistyped_kind_or_status_filter_is_a_client_error_naming_the_near_miss(http):
+    r = httpx.get(f"{http}/v1/items", params={"kind": "knowlege"}, headers=H, timeout=30)
+    assert r.status_code == 400 and "knowledge" in r.text, r.text
+    r = httpx.get(f"{http}/v1/items", params={"status": "admited"}, headers=H, timeout=30)
+    assert r.status_code == 400 and "admitted" in r.text, r.text
+    assert httpx.get(f"{http}/v1/items", params={"kind": "warning", "status": "trial"}, headers=H,
+                     timeout=30).status_code == 200

@@ -141,10 +141,11 @@ def recall(
     params = dict(p.split("=", 1) for p in param)
     try:
         screen = _observation(observation)
+        request = _request(goal=goal, observation=screen, task_id=task or ADHOC_TASK, params=params)
     except GuimemError as exc:
         raise fail(ctx, exc) from None
     with _service(ctx, store, method) as svc:
-        reply = svc.recall(RecallRequest(goal=goal, observation=screen, task_id=task or ADHOC_TASK, params=params))
+        reply = svc.recall(request)
     inj = reply.injection
     _recall_hints(st, screen, inj, task)
 
@@ -153,6 +154,24 @@ def recall(
         st.console.print(f"[dim]{plural(len(inj.items), 'item')}, {plural(inj.tokens, 'token')}[/]")
 
     _out(st, json_output, reply, render)
+
+
+OPTION_OF = {"goal": "--goal", "task_id": "--task", "params": "--param"}
+
+
+def _request(**fields: object) -> RecallRequest:
+    """The recall request, its limits said as the option that broke them.
+
+    Raises:
+        ConfigError: A value out of the request's bounds (an empty or too long goal, a too long task id).
+    """
+    try:
+        return RecallRequest.model_validate(fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        option = OPTION_OF.get(str(first["loc"][0]), str(first["loc"][0]))
+        raise ConfigError(f"{option}: {first['msg']}", suggestion=f"give {option} within its bounds "
+                          "(a goal of 1 to 4,000 characters, a task id of at most 200)") from None
 
 
 def _recall_hints(st: CliState, screen: Observation, inj: Injection, task: str | None) -> None:

@@ -50,6 +50,20 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _serve_mcp(ctx: typer.Context, service: MemoryService, transport: str, note: str | None) -> None:
+    """Serve ``service``'s MCP tools over ``transport`` (stdio), ``note`` said first."""
+    if transport != "stdio":
+        raise fail(ctx, ConfigError(f"unknown MCP transport {transport!r}", suggestion="use --mcp stdio"))
+    import anyio
+
+    from guimem.service.mcp import build_server
+    from guimem.service.mcpwire import serve_stdio
+
+    if note:
+        state(ctx).err.print(note)
+    anyio.run(serve_stdio, build_server(service))
+
+
 def serve(
     ctx: typer.Context,
     store: str = typer.Option(..., "--store", help="A SQLite path or postgresql://..."),
@@ -82,16 +96,7 @@ def serve(
         except GuimemError as exc:  # the first recall tries again, and reports it where it happens
             st.err.print(f"[bold yellow]warning:[/] memory's models did not load ahead: {exc.message}")
         if mcp is not None:
-            if mcp != "stdio":
-                raise fail(ctx, ConfigError(f"unknown MCP transport {mcp!r}", suggestion="use --mcp stdio"))
-            import anyio
-
-            from guimem.service.mcp import build_server
-            from guimem.service.mcpwire import serve_stdio
-
-            if new:
-                st.err.print(made)
-            anyio.run(serve_stdio, build_server(service))
+            _serve_mcp(ctx, service, mcp, made if new else None)
             return
         import uvicorn
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import threading
 from collections.abc import Callable, Iterator
@@ -33,7 +34,7 @@ from guimem.service.models import (
 from guimem.service.queue import EntryStatus, EpisodeQueue
 from guimem.settings import GuimemSettings
 from guimem.storage import Record, Store, create_store
-from guimem.types import ItemKind, Task, Trajectory, read_trajectories, shorten, write_atomic
+from guimem.types import ItemKind, ItemStatus, Task, Trajectory, read_trajectories, shorten, write_atomic
 
 
 class _Tried(Exception):  # noqa: N818 - rolls a trial boundary back; never leaves this module
@@ -54,6 +55,15 @@ class ServiceSettings(BaseModel):
     data_dir: Path | None = None
     spec: MemorySpec = MemorySpec()
     create: bool = True
+
+
+def _known(what: str, given: str | None, known: list[str]) -> None:
+    """Refuse a filter value that nothing is, or could be, filed under (a typo would otherwise list nothing)."""
+    names = sorted({str(k) for k in known})
+    if given is not None and given not in names:
+        close = difflib.get_close_matches(given, names, n=3, cutoff=0.6)
+        raise ConfigError(f"unknown {what} {given!r}", suggestion=f"did you mean {', '.join(map(repr, close))}?"
+                          if close else f"one of {', '.join(names)}")
 
 
 def _item_summary(rec: Record) -> ItemSummary:
@@ -261,7 +271,14 @@ class MemoryService:
 
     def list_items(self, kind: str | None = None, status: str | None = None) -> list[ItemSummary]:
         """Current items, optionally filtered; ``kind`` is what an item is or its stored kind (``skill`` lists a
-        stack's skills, kept as knowledge, with the skills library's)."""
+        stack's skills, kept as knowledge, with the skills library's).
+
+        Raises:
+            ConfigError: A kind or status that is neither in guimem's vocabulary nor held by this memory (a typo).
+        """
+        held = [key.split(":", 1) for key in counts(self.store, self.namespace)]
+        _known("kind", kind, [*ItemKind, *(k for k, _ in held)])
+        _known("status", status, [*ItemStatus, *(st for _, st in held)])
         statuses = [status] if status else None
         if kind is None or kind not in INNER_KINDS:
             return [_item_summary(r) for r in self.store.query(self.namespace, kind, statuses)]
