@@ -262,3 +262,12 @@ def test_a_mistyped_list_filter_is_refused_not_answered_with_nothing(steer_store
     refused(["memory", "list", "--store", steer_store, "--status", "admited"], "unknown status", "'admitted'")
     listed = runner.invoke(app, ["memory", "list", "--store", steer_store, "--kind", "procedure", "--json"])
     assert listed.exit_code == 0 and json.loads(listed.output), listed.output
+
+
+def test_run_refuses_an_out_that_cannot_hold_its_file_before_the_episode(tmp_path):
+    existing = tmp_path / "afile"
+    existing.write_text("x")
+    refused(["run", "--task", "click-test-2", "--env", "form", "--out", str(existing)], "is a file")
+    refused(["run", "--task", "click-test-2", "--env", "form", "--out", "/proc/nope"], "cannot create the run folder")
+    (tmp_path / "run" / "trajectories.jsonl").mkdir(parents=True)
+    refused(["run", "--task", "click-test-2", "--env", "form", "--out", str(tmp_path / "run")], "is a folder")

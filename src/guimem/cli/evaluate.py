@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from guimem.cli.output import EXIT_INTERRUPTED, CliState, emit_json, fail, registered, state
+from guimem.cli.output import EXIT_INTERRUPTED, CliState, check_out_dir, emit_json, fail, registered, state
 from guimem.embeddings import create_embedder
 from guimem.envs.drift import check_version
 from guimem.errors import ConfigError, GuimemError
@@ -96,21 +96,6 @@ def _check_cluster(backend: str, address: str | None, store: str | None) -> None
     if not store or not is_shared_url(store):
         raise ConfigError("--address runs episodes on the cluster's nodes, which reach memory only through a "
                           "shared store", suggestion="add --store postgresql://user@host/db (see docs/deploy.md)")
-
-
-def check_out_dir(out: Path) -> None:
-    """Create the run folder, or say in one line why it cannot be one.
-
-    Raises:
-        ConfigError: ``out`` is a file, or cannot be created.
-    """
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {out} is a file, not a folder", suggestion="give a new or existing folder")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"cannot create the run folder {out}: {exc.strerror or exc}",
-                          suggestion="give a folder you can write to") from None
 
 
 @contextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -11,7 +12,7 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
 
-from guimem.errors import GuimemError
+from guimem.errors import ConfigError, GuimemError
 from guimem.settings import GuimemSettings, load_settings
 
 
@@ -80,3 +81,18 @@ def fail(ctx: typer.Context, exc: GuimemError, code: int | None = None) -> typer
         fix = f" [yellow]fix:[/] {escape(exc.suggestion)}" if exc.suggestion else ""
         st.err.print(f"[bold red]error:[/] {escape(exc.message)}{fix}", soft_wrap=True)
     return typer.Exit(exit_code_for(exc) if code is None else code)
+
+
+def check_out_dir(out: Path) -> None:
+    """Create the run folder, or say in one line why it cannot be one.
+
+    Raises:
+        ConfigError: ``out`` is a file, or cannot be created.
+    """
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file, not a folder", suggestion="give a new or existing folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create the run folder {out}: {exc.strerror or exc}",
+                          suggestion="give a folder you can write to") from None

@@ -7,9 +7,9 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from guimem.cli.output import CliState, emit_json, fail, registered, state
+from guimem.cli.output import CliState, check_out_dir, emit_json, fail, registered, state
 from guimem.envs.drift import BASE_VERSION, DriftEnv, check_version
-from guimem.errors import GuimemError, RunStoppedError
+from guimem.errors import FileConflictError, GuimemError, RunStoppedError
 from guimem.harness.episode import EpisodeSettings, run_episode
 from guimem.harness.factory import make_env, make_policy
 from guimem.tasks import builtin_suites, load_suite
@@ -39,6 +39,10 @@ def run(
     st = state(ctx, json_output)
     traj_file = out / "trajectories.jsonl"
     try:
+        check_out_dir(out)  # before the episode: an --out that cannot hold its file costs nothing
+        if traj_file.is_dir():
+            raise FileConflictError("is a folder, not a trajectory file", path=str(traj_file),
+                                    suggestion="give another --out, or move that folder away")
         shots = artifacts_dir(traj_file) / f"{task}-{seed}" if screenshots else None
         version = check_version(drift)
         environment = make_env(env_name, st.settings, shots)
