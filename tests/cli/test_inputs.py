@@ -271,3 +271,14 @@ def test_run_refuses_an_out_that_cannot_hold_its_file_before_the_episode(tmp_pat
     refused(["run", "--task", "click-test-2", "--env", "form", "--out", "/proc/nope"], "cannot create the run folder")
     (tmp_path / "run" / "trajectories.jsonl").mkdir(parents=True)
     refused(["run", "--task", "click-test-2", "--env", "form", "--out", str(tmp_path / "run")], "is a folder")
+
+
+def test_report_of_a_run_with_no_finished_episode_or_no_run_is_refused_not_invented(tmp_path):
+    run = tmp_path / "run"
+    assert runner.invoke(app, _eval(run, "--methods", "graph")).exit_code == 0
+    (run / "results.jsonl").unlink()
+    (run / "summary.json").unlink()
+    refused(["report", str(run)], "no episode of this run has finished yet")
+    assert not (run / "summary.json").exists()
+    refused(["report", str(tmp_path / "nope")], "no run here")
+    refused(["compare", str(run), str(tmp_path / "nope")], "no run here")

@@ -17,7 +17,7 @@ from rich.table import Table
 from guimem.cli.output import EXIT_INTERRUPTED, CliState, check_out_dir, emit_json, fail, registered, state
 from guimem.embeddings import create_embedder
 from guimem.envs.drift import check_version
-from guimem.errors import ConfigError, GuimemError
+from guimem.errors import ConfigError, DataError, GuimemError
 from guimem.harness.attack_rate import tally
 from guimem.harness.compare import compare_runs
 from guimem.harness.evaluate import Evaluation, methods_of
@@ -249,7 +249,12 @@ def report_command(
     try:
         run_dir = RunDir(run)
         spec = run_dir.load_spec()
-        summary = summarise(spec, run_dir.results(), run_dir)
+        results = run_dir.results()
+        if not results:  # a summary of nothing would show every method at 0
+            raise DataError("no episode of this run has finished yet (results.jsonl is empty or missing)",
+                            path=str(run), suggestion="run or resume it: the guimem eval command that made it, "
+                            "with the same --out")
+        summary = summarise(spec, results, run_dir)
     except GuimemError as exc:
         raise fail(ctx, exc) from None
     (run / "summary.json").write_text(summary.model_dump_json(indent=2))

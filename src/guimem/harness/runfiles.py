@@ -237,7 +237,12 @@ class RunDir:
                 data.setdefault("policy_draw", "independent")  # written before the field existed
             return EvalSpec.model_validate(data)
         except (OSError, ValidationError, json.JSONDecodeError) as exc:
-            raise DataError(f"cannot read run spec: {exc}", path=str(self.spec_file)) from None
+            missing = isinstance(exc, FileNotFoundError)
+            raise DataError("no run here (no run_spec.json)" if missing else f"cannot read run spec: {exc}",
+                            path=str(self.spec_file if not missing else self.path),
+                            suggestion="give a run folder `guimem eval --out` wrote" if missing else
+                            "the run folder's run_spec.json is damaged: run the evaluation again into a new --out"
+                            ) from None
 
     def results(self) -> list[EpisodeResult]:
         """Finished episodes. A line torn by a crash (its episode never committed) is skipped; it runs again."""
