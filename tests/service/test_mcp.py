@@ -55,3 +55,25 @@ def test_mcp_tools_over_a_real_stdio_session(tmp_path):
     assert stats["ok"] and stats["result"]["items"]["node:active"] >= 1
     assert recalled["ok"] and {i["success"] for i in recalled["result"]["injection"]["items"]} == {True, False}
     assert not missing["ok"] and missing["error"] == "NotFoundError"
+
+
+async def _unknown_arguments(store: str, data_dir: str) -> list:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "guimem.cli", "serve", "--mcp", "stdio", "--store", store,
+                                      "--method", "graph", "--data-dir", data_dir],
+        env={**os.environ, "GUIMEM_EMBEDDER__NAME": "hashing"})
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        typo = await session.call_tool("learn", {"trajectories": [], "end_rond": True})
+        extra = await session.call_tool("end_round", {"yes": "x"})
+        fine = await session.call_tool("stats", {})
+        return [tools, typo, extra, fine]
+
+
+def test_a_tool_call_with_an_argument_the_tool_does_not_take_is_an_error_not_ignored(tmp_path):
+    tools, typo, extra, fine = asyncio.run(_unknown_arguments(str(tmp_path / "m.sqlite"), str(tmp_path)))
+    assert all(t.input_schema.get("additionalProperties") is False for t in tools.values())
+    assert typo.is_error and "end_rond" in typo.content[0].text
+    assert extra.is_error and "yes" in extra.content[0].text
+    assert not fine.is_error

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import StrictBool, StrictInt, StrictStr, ValidationError
+from pydantic import ConfigDict, StrictBool, StrictInt, StrictStr, ValidationError
 
 from guimem.errors import GuimemError
 from guimem.service.core import MemoryService
@@ -55,7 +55,18 @@ def build_server(service: MemoryService) -> Any:
                                     "each episode, end_round at round boundaries.")
     _agent_tools(server, service)
     _inspection_tools(server, service)
+    _forbid_unknown_arguments(server)
     return server
+
+
+def _forbid_unknown_arguments(server: MCPServer[Any]) -> None:
+    """Refuse a tool call with an argument the tool does not take (``end_rond``), as the HTTP API refuses an unknown
+    field, instead of dropping it unseen; the published input schemas say so (``additionalProperties: false``)."""
+    for tool in server._tool_manager.list_tools():  # the SDK reads these live at each call (FuncMetadata)
+        base = tool.fn_metadata.arg_model
+        tool.fn_metadata.arg_model = type(base.__name__, (base,), {
+            "__module__": base.__module__, "model_config": ConfigDict(**base.model_config, extra="forbid")})
+        tool.parameters = {**tool.parameters, "additionalProperties": False}
 
 
 def _agent_tools(server: MCPServer[Any], service: MemoryService) -> None:
