@@ -210,10 +210,16 @@ class NotFoundError(StoreError):
 
     infrastructure: ClassVar[bool] = False
 
+    FIXES: ClassVar[dict[str, str]] = {
+        "item": "see the memory's item ids with `guimem memory list` (GET /v1/items)",
+        "file": "check the path: there is no such file",
+    }
+
     def __init__(self, what: str, ident: str) -> None:
         self.what = what
         self.ident = ident
-        super().__init__(f"no {what} with id {ident!r}")
+        super().__init__(f"no {what} named {ident!r}" if what == "file" else f"no {what} with id {ident!r}",
+                         suggestion=self.FIXES.get(what.rsplit(" ", 1)[-1]))
 
 
 class ConflictError(StoreError):

@@ -118,7 +118,8 @@ def test_curation_refusals_say_which_transitions_are_allowed(steer_store):
     items = json.loads(runner.invoke(app, ["memory", "list", "--store", steer_store, "--json"]).output)
     trial = next(i for i in items if i["status"] == "trial")
     refused(["memory", "retire", trial["id"], "--store", steer_store],
-            "trial -> retired is not allowed", "from trial an item may go to admitted or rejected")
+            "trial -> retired is not allowed", "from trial it can be curated: admit it",
+            "rejected is decided by its trials at a round boundary")
 
 
 def test_importing_the_same_export_twice_gives_the_same_store_and_keeps_the_round(steer_store, tmp_path):
@@ -282,3 +283,16 @@ def test_report_of_a_run_with_no_finished_episode_or_no_run_is_refused_not_inven
     assert not (run / "summary.json").exists()
     refused(["report", str(tmp_path / "nope")], "no run here")
     refused(["compare", str(run), str(tmp_path / "nope")], "no run here")
+
+
+def test_refusals_that_said_no_fix_or_the_wrong_one_say_the_right_one(steer_store, tmp_path):
+    refused(["memory", "admit", "nope", "--store", steer_store], "item with id 'nope'", "guimem memory list")
+    refused(["learn", str(tmp_path / "missing.jsonl"), "--store", str(tmp_path / "s.sqlite")],
+            "file does not exist", "there is no such file")
+    episodes = tmp_path / "none.jsonl"
+    episodes.write_text("")
+    refused(["learn", str(episodes), "--store", str(tmp_path)], "is a folder, not a memory store")
+    out = refused(["memory", "export", str(tmp_path / "out.txt"), "--store", steer_store], "out.jsonl")
+    assert "steer.jsonl" not in out
+    out = refused(_eval(tmp_path / "run", "--methods", "graph", "--drift-to", "bogus"), "v0", "v1")
+    assert "--drift v1" not in out

@@ -102,7 +102,8 @@ def check_version(version: str) -> str:
         ConfigError: Another name, with the form it takes.
     """
     if not VERSION_PATTERN.match(version):
-        raise ConfigError(f"UI version {version!r} is not v0, v1, v2, ...", suggestion="give --drift v1")
+        raise ConfigError(f"UI version {version!r} is not v0, v1, v2, ...",
+                          suggestion="give v0 (the page as it is), v1, v2 and so on")
     return version
 
 

@@ -48,7 +48,8 @@ def export_target(root: Path | None, path: Path) -> Path:
         FileConflictError: A link, device, FIFO, socket or folder, or a file that is not an export, stands there.
     """
     if path.suffix != SUFFIX or path.name.startswith("."):
-        raise ConfigError(f"an export is written as a {SUFFIX} file", suggestion="e.g. steer.jsonl")
+        raise ConfigError(f"an export is written as a {SUFFIX} file",
+                          suggestion=f"name it so: {path.with_suffix(SUFFIX).name if path.stem else 'memory.jsonl'}")
     if root is None:
         target = path.absolute()
         _check_replaceable(target)
@@ -70,7 +71,7 @@ def _inside(folder: Path, path: Path) -> tuple[str, ...]:
     parts = path.parts[1:] if path.parts[:1] == (EXPORTS,) else path.parts
     if not parts or any(p in ("", ".", "..") or p.startswith(".") for p in parts):
         raise ConfigError(f"an export path names a file inside the data directory's {EXPORTS}/ folder",
-                          suggestion="e.g. steer.jsonl")
+                          suggestion="e.g. memory.jsonl or exports/memory.jsonl")
     return parts
 
 

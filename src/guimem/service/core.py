@@ -13,7 +13,14 @@ from pydantic import BaseModel, ValidationError
 
 from guimem.embeddings import CachedEmbedder, create_embedder
 from guimem.envs.base import Env
-from guimem.errors import ConfigError, DataError, EpisodeRefusedError, FileConflictError, NotFoundError
+from guimem.errors import (
+    ConfigError,
+    DataError,
+    EpisodeRefusedError,
+    FileConflictError,
+    LifecycleError,
+    NotFoundError,
+)
 from guimem.memory.base import Curator, Memory, RecallQuery, Refused, RoundReport
 from guimem.memory.catalog import INNER_KINDS, counts, describe
 from guimem.memory.exchange import ExportHeader, export_header, export_lines, export_target, parse_export, write_import
@@ -55,6 +62,10 @@ class ServiceSettings(BaseModel):
     data_dir: Path | None = None
     spec: MemorySpec = MemorySpec()
     create: bool = True
+
+
+CURATION = {"admitted": "admit it", "retired": "retire it"}
+"""The transitions a person makes (``guimem memory admit|retire``, ``POST /v1/items/{id}/admit|retire``)."""
 
 
 def _known(what: str, given: str | None, known: list[str]) -> None:
@@ -315,8 +326,17 @@ class MemoryService:
         if not isinstance(self.memory, Curator):
             raise ConfigError(f"{self.memory.name} items have no admission lifecycle",
                               suggestion="curation applies to steer and stack memories")
-        with self._lock, self._writing():
-            self.memory.set_status(item_id, status, reason)
+        try:
+            with self._lock, self._writing():
+                self.memory.set_status(item_id, status, reason)
+        except LifecycleError as exc:  # say what a person can do here: only admit and retire are curation
+            doable = [CURATION[s] for s in exc.allowed if s in CURATION]
+            left = [s for s in exc.allowed if s not in CURATION]
+            exc.suggestion = "; ".join([
+                *([f"from {exc.current} it can be curated: {' or '.join(doable)}"] if doable else []),
+                *([f"{' or '.join(left)} is decided by its trials at a round boundary, not by hand"] if left else []),
+            ]) or exc.suggestion
+            raise
         return _item_summary(self._record(item_id))
 
     def _path(self, path: Path, must_exist: bool = False) -> Path:

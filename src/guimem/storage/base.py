@@ -239,6 +239,9 @@ def create_store(url: str, registry: Registry | None = None, *, create: bool = T
     path = url.removeprefix("sqlite:///").removeprefix("sqlite://")
     if not create and path != ":memory:":
         _check_existing(Path(path))
+    elif Path(path).is_dir():
+        raise DataError("is a folder, not a memory store", path=path,
+                        suggestion="give a store file inside it, e.g. memory.sqlite")
     store = reg.create("store", "sqlite", path=path)
     return store
 

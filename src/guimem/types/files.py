@@ -82,7 +82,8 @@ def iter_trajectories(path: Path | str) -> Iterator[Trajectory]:
     """Yield the episodes of a JSONL file one by one (blank lines are skipped)."""
     p = Path(path)
     if not p.exists():
-        raise TrajectoryFormatError("file does not exist", path=str(p))
+        raise TrajectoryFormatError("file does not exist", path=str(p),
+                                    suggestion="check the path: there is no such file")
     with p.open("rb") as fh:
         for number, raw in enumerate(fh, start=1):
             try:
