@@ -103,9 +103,19 @@ def _attribute(module: ModuleType, target: str) -> Callable[..., Any]:
             names = [n for n in dir(factory) if not n.startswith("_")]
             close = difflib.get_close_matches(part, names, n=3, cutoff=0.5)
             raise ImportPathError(target, f"cannot import {target!r}: {getattr(factory, '__name__', target)!r} has "
-                                  f"no {part!r}", suggestion=f"did you mean {', '.join(close)}?" if close else None)
+                                  f"no {part!r}", suggestion=f"did you mean {', '.join(close)}?" if close else
+                                  _defines(factory, names))
         factory = getattr(factory, part)
     return factory  # type: ignore[no-any-return]
+
+
+def _defines(owner: object, names: list[str]) -> str:
+    """What ``owner`` defines that could be named instead (its public classes and functions), for a suggestion."""
+    own = [n for n in names if callable(getattr(owner, n, None))
+           and getattr(getattr(owner, n), "__module__", None) == getattr(owner, "__name__", None)] or names
+    if not own:
+        return "it defines nothing public: check the module"
+    return f"it defines {', '.join(own[:8])}{', ...' if len(own) > 8 else ''}"
 
 
 def is_target(name: str) -> bool:

@@ -191,3 +191,9 @@ def test_learn_with_an_own_memory_that_cannot_be_built_is_one_line_and_makes_no_
     done = run_guimem("learn", str(episodes), "--store", "s.sqlite", "--method", "mypkg.broken:BadCtor", cwd=project)
     assert done.returncode == 2 and "cannot be built as a memory" in done.stderr, done.stderr
     assert not (project / "s.sqlite").exists()
+
+
+def test_a_class_name_with_no_near_miss_lists_what_the_module_defines(project):
+    done = run_guimem("eval", "--env", ENV, "--suite", "suite.json", "--methods", "mypkg.last_success:Zzz",
+                      "--out", "runs/bad", cwd=project)
+    assert done.returncode == 2 and "fix: it defines LastSuccessMemory" in done.stderr.replace("\n", " "), done.stderr
