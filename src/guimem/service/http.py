@@ -50,7 +50,7 @@ from guimem.service.models import (
 )
 from guimem.service.schema import nul_free_requests
 from guimem.service.views import episodes_view, graph_view, runs_view, screenshot_file
-from guimem.types import Trajectory
+from guimem.types import ItemKind, ItemStatus, Trajectory
 
 STATUS = {NotFoundError: 404, LifecycleError: 409, ConflictError: 409, FileConflictError: 409, DataError: 422,
           UnknownBackendError: 400, ConfigError: 400}
@@ -244,9 +244,9 @@ ItemId = Annotated[str, Path(pattern=ITEM_ID, max_length=200)]
 
 def _item_routes(app: FastAPI, service: MemoryService, secured: list[Any]) -> None:
     @app.get("/v1/items", response_model=list[ItemSummary], responses=READ, dependencies=secured)
-    def list_items(kind: Annotated[str | None, Query(max_length=40)] = None,
-                   status: Annotated[str | None, Query(max_length=40)] = None) -> list[ItemSummary]:
-        return service.list_items(kind, status)
+    def list_items(kind: Annotated[ItemKind | None, Query(description="What an item is, or its stored kind")] = None,
+                   status: Annotated[ItemStatus | None, Query()] = None) -> list[ItemSummary]:
+        return service.list_items(kind.value if kind else None, status.value if status else None)
 
     @app.get("/v1/items/{item_id}", response_model=ItemDetail, responses={**READ, **_documented(404)},
              dependencies=secured)
