@@ -17,7 +17,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from guimem.errors import ConfigError, DataError, FileConflictError, NotFoundError
 from guimem.memory.hostile import screen_item
@@ -263,6 +264,14 @@ class ExportRecord(BaseModel):
     body: dict[str, object]
     vector: str | None = Field(default=None, pattern=r"^([0-9a-f]{8})*$", max_length=1 << 20)
 
+    @field_validator("vector")
+    @classmethod
+    def _finite(cls, value: str | None) -> str | None:
+        """Float32 numbers that are all finite: one NaN would make every recall's scores NaN."""
+        if value and not np.isfinite(np.frombuffer(bytes.fromhex(value), dtype="<f4")).all():
+            raise ValueError("the vector holds a number that is not finite (NaN or infinity)")
+        return value
+
 
 class EventPayload(BaseModel):
     """An event's details: the evidence fields every reader relies on are typed; others are kept as they are."""
@@ -290,6 +299,10 @@ class ExportEvent(BaseModel):
     payload: EventPayload = Field(default_factory=EventPayload)
 
 
+MAX_BOUNDARIES = 1_000_000
+"""More round boundaries than any memory passes (one a round): a header claiming more is not an export's."""
+
+
 class ExportHeader(BaseModel):
     """The first line of an export."""
 
@@ -298,7 +311,7 @@ class ExportHeader(BaseModel):
     embedder: str
     method: str = ""
     namespace: str = ""
-    boundaries_applied: int | None = None
+    boundaries_applied: int | None = Field(default=None, ge=0, le=MAX_BOUNDARIES)
     """A count: the round boundaries the exported memory's admission lifecycle had passed."""
 
     @model_validator(mode="before")
@@ -347,7 +360,9 @@ def parse_export(path: Path, expected: ExportHeader | None
     header: ExportHeader | None = None
     records: list[ExportRecord] = []
     events: list[ExportEvent] = []
-    for number, line in enumerate(_read_text(path).splitlines(), start=1):
+    # lines end at "\n" alone: page text inside a JSON string may hold U+2028, U+0085 or a form feed, which
+    # str.splitlines would also break at
+    for number, line in enumerate(_read_text(path).split("\n"), start=1):
         if not line.strip():
             continue
         try:
