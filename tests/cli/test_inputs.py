@@ -296,3 +296,18 @@ def test_refusals_that_said_no_fix_or_the_wrong_one_say_the_right_one(steer_stor
     assert "steer.jsonl" not in out
     out = refused(_eval(tmp_path / "run", "--methods", "graph", "--drift-to", "bogus"), "v0", "v1")
     assert "--drift v1" not in out
+
+
+@pytest.mark.parametrize("bad", ["-5", "-1"])
+def test_report_skips_a_result_line_with_a_negative_round(tmp_path, bad):
+    run = tmp_path / "run"
+    assert runner.invoke(app, _eval(run, "--methods", "steer")).exit_code == 0
+    lines = (run / "results.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    lines[0] = lines[0].replace(f'"round_index":{first["round_index"]}', f'"round_index":{bad}', 1)
+    (run / "results.jsonl").write_text("\n".join(lines) + "\n")
+    from guimem.harness.runfiles import RunDir
+
+    assert len(RunDir(run).results()) == len(lines) - 1  # never read as the last round
+    result = runner.invoke(app, ["report", str(run), "--json"])
+    assert result.exit_code == 0 and "Traceback" not in result.output, result.output

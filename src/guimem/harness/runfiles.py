@@ -122,7 +122,7 @@ class EpisodeResult(BaseModel):
 
     version: int = RESULTS_VERSION
     method: str
-    round: int = Field(validation_alias=AliasChoices("round_index", "round"), serialization_alias="round_index")
+    round: int = Field(ge=0, validation_alias=AliasChoices("round_index", "round"), serialization_alias="round_index")
     task: str
     seed: int
     success: bool
@@ -132,7 +132,7 @@ class EpisodeResult(BaseModel):
     recall_ms_p50: float
     error: str | None = None
     infra: InfraFailure | None = None
-    slot: int = 0
+    slot: int = Field(default=0, ge=0)
     episode_id: str = ""
     wall_ms: float = 0.0
     recall_ms: list[float] = Field(default_factory=list)
@@ -255,7 +255,7 @@ class RunDir:
             try:
                 out.append(EpisodeResult.model_validate_json(raw))
             except ValidationError:
-                log.warning("%s:%d: skipping a result line torn by a crash", self.results_file, number)
+                log.warning("%s:%d: skipping a result line torn by a crash (or not valid)", self.results_file, number)
         return out
 
     def record(self, result: EpisodeResult, trajectory: Trajectory) -> None:
