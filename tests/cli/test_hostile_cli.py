@@ -123,3 +123,14 @@ def test_recall_reads_only_a_bounded_regular_utf8_observation(tmp_path, store, k
         path.write_text('{"a":' * 100_000)
     line = one_line(["recall", "--goal", "g", "--observation", str(path), "--store", store])
     assert words in line
+
+
+def test_a_trajectory_line_longer_than_the_bound_is_refused_without_reading_it_whole(tmp_path, monkeypatch):
+    import guimem.types.files as files
+
+    monkeypatch.setattr(files, "MAX_TRAJECTORY_LINE", 1000)
+    huge = tmp_path / "huge.jsonl"
+    huge.write_bytes(b"{" + b" " * 5000)  # no newline at all
+    with pytest.raises(files.TrajectoryFormatError, match="longer than 1,000 bytes") as caught:
+        files.read_trajectories(huge)
+    assert caught.value.line == 1

@@ -311,3 +311,10 @@ def test_report_skips_a_result_line_with_a_negative_round(tmp_path, bad):
     assert len(RunDir(run).results()) == len(lines) - 1  # never read as the last round
     result = runner.invoke(app, ["report", str(run), "--json"])
     assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+
+
+def test_a_store_path_that_is_a_device_or_too_long_is_one_line(tmp_path):
+    episodes = tmp_path / "none.jsonl"
+    episodes.write_text("")
+    refused(["learn", str(episodes), "--store", "/dev/null"], "is a device, FIFO or socket")
+    refused(["memory", "stats", "--store", str(tmp_path / ("x" * 300 + ".sqlite"))], "cannot use this path")

@@ -7,6 +7,7 @@ plus an event, written in the same transaction; the previous version stays reada
 from __future__ import annotations
 
 import re
+import stat
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -237,22 +238,35 @@ def create_store(url: str, registry: Registry | None = None, *, create: bool = T
         store: Store = reg.create("store", "postgres", dsn=url)
         return store
     path = url.removeprefix("sqlite:///").removeprefix("sqlite://")
-    if not create and path != ":memory:":
-        _check_existing(Path(path))
-    elif Path(path).is_dir():
-        raise DataError("is a folder, not a memory store", path=path,
-                        suggestion="give a store file inside it, e.g. memory.sqlite")
+    if path != ":memory:":
+        _check_path(Path(path), must_exist=not create)
     store = reg.create("store", "sqlite", path=path)
     return store
 
 
-def _check_existing(path: Path) -> None:
-    if not path.exists():
-        raise DataError("no memory store at this path", path=str(path),
-                        suggestion="check --store (a store is created by `guimem learn` or `guimem eval`)")
-    if path.is_dir():
+def _check_path(path: Path, must_exist: bool) -> None:
+    """A store path that SQLite can open as a store: a regular file (or, when ``must_exist`` is false, nothing yet).
+
+    Raises:
+        DataError: No file (when it must exist), a folder, a device, FIFO or socket, an empty file, or a path the
+            system refuses (too long, not a folder on the way).
+    """
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        if must_exist:
+            raise DataError("no memory store at this path", path=str(path), suggestion="check --store (a store is "
+                            "created by `guimem learn` or `guimem eval`)") from None
+        return
+    except OSError as exc:
+        raise DataError(f"cannot use this path: {exc.strerror or exc}", path=str(path)[:300],
+                        suggestion="give a shorter path to a store file in a folder that exists") from None
+    if stat.S_ISDIR(st.st_mode):
         raise DataError("is a folder, not a memory store", path=str(path),
                         suggestion="give the store file, e.g. runs/eval/memory/steer.sqlite")
-    if path.stat().st_size == 0:
+    if not stat.S_ISREG(st.st_mode):
+        raise DataError("is a device, FIFO or socket, not a memory store", path=str(path),
+                        suggestion="give a store file, e.g. memory.sqlite")
+    if must_exist and st.st_size == 0:
         raise DataError("is an empty file (0 bytes), not a memory store", path=str(path),
                         suggestion="give a store written by guimem, or remove the empty file")

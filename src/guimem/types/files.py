@@ -78,6 +78,10 @@ def parse_trajectory_line(text: str, *, path: str = "<string>", line: int = 1) -
         raise TrajectoryFormatError(msg, path=path, line=line, field=_field_of(exc)) from None
 
 
+MAX_TRAJECTORY_LINE = 64 * 1024 * 1024
+"""The longest episode line read (bytes): an episode of hundreds of steps with their screens is a few MB."""
+
+
 def iter_trajectories(path: Path | str) -> Iterator[Trajectory]:
     """Yield the episodes of a JSONL file one by one (blank lines are skipped)."""
     p = Path(path)
@@ -85,7 +89,10 @@ def iter_trajectories(path: Path | str) -> Iterator[Trajectory]:
         raise TrajectoryFormatError("file does not exist", path=str(p),
                                     suggestion="check the path: there is no such file")
     with p.open("rb") as fh:
-        for number, raw in enumerate(fh, start=1):
+        for number, raw in enumerate(iter(lambda: fh.readline(MAX_TRAJECTORY_LINE + 1), b""), start=1):
+            if len(raw) > MAX_TRAJECTORY_LINE:  # never read a line without end whole (a file of one 3 GB line)
+                raise TrajectoryFormatError(f"the line is longer than {MAX_TRAJECTORY_LINE:,} bytes", path=str(p),
+                                            line=number, suggestion="one episode per line, each under that size")
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
