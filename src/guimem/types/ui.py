@@ -89,7 +89,8 @@ class Observation(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    app: str
+    app: str = Field(max_length=200)
+    """The app's name or package (a task's, a browser page's site): short by nature, and memory embeds it."""
     location: str = ""
     elements: tuple[UIElement, ...] = ()
     screenshot: str | None = None
