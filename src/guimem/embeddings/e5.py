@@ -39,15 +39,15 @@ def engine_library() -> Path | None:
 
 
 MAX_EMBED_CHARS = 4096
-"""Texts are embedded from their first this many characters: about two of e5's 512-token windows, more than any
+"""`E5Embedder` embeds texts from their first this many characters: about two of e5's 512-token windows, more than any
 screen, goal or item text holds (screens of `default` are 24 to 88 tokens), and a bound on what one hostile text
 costs (e5 takes about 0.3 ms a token here: a 1M-character page name held both cores for minutes)."""
 
 
 def clean_text(text: str) -> str:
-    """A text either engine takes, at most `MAX_EMBED_CHARS` long: a NUL would end the C string early (the rest
-    silently lost), and a lone surrogate cannot be encoded as UTF-8 (it raised); blank text becomes ``(empty)``."""
-    text = text[:MAX_EMBED_CHARS].replace("\x00", " ").encode("utf-8", "replace").decode("utf-8")
+    """A text either engine takes: a NUL would end the C string early (the rest silently lost), and a lone
+    surrogate cannot be encoded as UTF-8 (it raised); blank text becomes ``(empty)``."""
+    text = text.replace("\x00", " ").encode("utf-8", "replace").decode("utf-8")
     return text if text.strip() else "(empty)"
 
 
@@ -233,7 +233,7 @@ class E5Embedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         for start in range(0, len(texts), CHUNK):
-            clean = [clean_text(t) for t in texts[start:start + CHUNK]]
+            clean = [clean_text(t[:MAX_EMBED_CHARS]) for t in texts[start:start + CHUNK]]
             with self._lock:  # the C engine keeps per-model scratch buffers; released between chunks
                 model = self._load()
                 vecs = model.query(clean) if role is EmbedRole.QUERY else model.passage(clean)
