@@ -145,6 +145,15 @@ def _unspace(match: re.Match[str]) -> str:
     return _SEPARATOR.sub(lambda m: "" if m.group(0) == inside else " ", run)
 
 
+_JOINED = re.compile(r"(?<=[^\W_])[_\-./:+]+(?=[^\W_])|(?<=[a-z])(?=[A-Z])")
+
+
+def _unjoined(text: str) -> str:
+    """Words an identifier joins, apart again: ``ignore_all_previous``, ``ignore-all``, ``IgnorePrevious``
+    (a one-token page name or location hides a sentence that way; the patterns look for words)."""
+    return _JOINED.sub(" ", text)
+
+
 def _deleet(text: str) -> str:
     return " ".join(w.translate(_LEET) if any(c.isalpha() for c in w) else w for w in text.split())
 
@@ -176,7 +185,7 @@ def _screen(text: str, control: bool, site: str, summary: bool) -> Finding | Non
     if not text.strip():
         return None
     span = " ".join(text.split())
-    for form in dict.fromkeys((normalise(text), _deleet(normalise(text)))):
+    for form in dict.fromkeys((normalise(text), _deleet(normalise(text)), normalise(_unjoined(text)))):
         found = _screen_form(form, span, site, control, summary)
         if found is not None:
             return found

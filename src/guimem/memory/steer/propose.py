@@ -81,7 +81,8 @@ def _warning(traj: Trajectory, performed: list[Performed], index: int, parser: C
         key=f"warning|{traj.task.id}|{template_key([template])}|{state}",
         provenance=Provenance(episodes=[traj.episode_id], tasks=[traj.task.id], outcomes=[False]),
         created_round=round_index, origin=Origin.ACTION if content is None else Origin.MODEL,
-        page=[s for s in (bad.before.location, qualifier) if s],
+        # the reason is the page's own (MiniWoB's and BrowserGym's reward reason): page text, screened and quoted
+        page=[s for s in (bad.before.location, qualifier, traj.outcome.reason) if s],
     )
 
 
