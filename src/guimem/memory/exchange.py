@@ -212,9 +212,11 @@ TRUSTED_STATUSES = frozenset({"admitted", "trial"})
 
 
 def untrust(head: ExportRecord) -> list[ExportRecord]:
-    """The version an imported knowledge item starts from here (none when it needs no change): imported,
+    """The version an imported item starts from here (none when it needs no change). A knowledge item: imported,
     not manual, as a candidate — or quarantined with the reason when it carries hostile text (its whole
     wording is screened: an export's words are not guimem's own)."""
+    if head.kind in (ItemKind.EDGE.value, ItemKind.SKILL.value):
+        return _untrust_action(head)
     if head.kind != ItemKind.KNOWLEDGE.value or head.status in ("rejected", "retired", "quarantined"):
         return []
     try:
@@ -227,6 +229,17 @@ def untrust(head: ExportRecord) -> list[ExportRecord]:
     if found is not None:
         update["quarantine"] = str(found)
     body = json.loads(item.model_copy(update=update).model_dump_json())
+    if status == head.status and body == head.body:
+        return []
+    return [head.model_copy(update={"status": status, "body": body})]
+
+
+def _untrust_action(head: ExportRecord) -> list[ExportRecord]:
+    """A graph edge or a skill as it starts here: marked imported, so that recall says so and screens its whole
+    wording as an import's (not guimem's own template over what an agent did); a skill verified elsewhere is
+    unverified here (an export's status is a claim, not a replay this memory saw)."""
+    body = {**head.body, "imported": True}
+    status = "unverified" if head.kind == ItemKind.SKILL.value and head.status == "verified" else head.status
     if status == head.status and body == head.body:
         return []
     return [head.model_copy(update={"status": status, "body": body})]

@@ -79,6 +79,8 @@ class EdgeBody(BaseModel):
     granularity: Granularity = Granularity.SUBGOAL
     tasks: tuple[str, ...] = ()
     """Other tasks whose episodes gave this same subgoal (dropped as duplicates): its sources too."""
+    imported: bool = False
+    """Brought in from an export: its words are the export's, shown as such and screened whole."""
 
     def learned_from(self, task_id: str) -> bool:
         """Did an episode of ``task_id`` give this edge (the first, or a dropped duplicate)?"""
@@ -332,7 +334,8 @@ class GraphMemory(StoredRounds):
         return InjectedItem(id=edge_id, kind=ItemKind.EDGE, text=f"[{mark}] {edge.text} -> {edge.effect}",
                             behaviour=edge.behaviour, score=score, success=success,
                             sources=(edge.task, *edge.tasks), page=effect_lines(edge.effect),
-                            origin=Origin.MODEL if self.settings.extractor == "llm" else Origin.ACTION)
+                            origin=Origin.IMPORT if edge.imported else Origin.MODEL if self.settings.extractor == "llm"
+                            else Origin.ACTION)
 
     def speculate(self, task: Task, observation: Observation) -> None:
         """Start embedding a screen recall may be asked about (`Speculating`), and recall on it in the background

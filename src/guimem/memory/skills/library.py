@@ -41,6 +41,7 @@ from guimem.types import (
     ItemKind,
     ItemStatus,
     Observation,
+    Origin,
     Task,
     Trajectory,
 )
@@ -62,6 +63,8 @@ class SkillBody(BaseModel):
     verdict: str = ""
     tasks: tuple[str, ...] = ()
     """Other tasks whose episodes gave the same program (merged into this skill): its sources too."""
+    imported: bool = False
+    """Brought in from an export: its words are the export's, shown as such and screened whole."""
 
     def learned_from(self, task_id: str) -> bool:
         """Did an episode of ``task_id`` give this skill?"""
@@ -164,7 +167,7 @@ class SkillMemory(StoredRounds):
             return self._open_cached_entry()
 
     def _open_cached_entry(self) -> bool:
-        found = self.view.open_entry("skills", [("skills", self._index)])  # and the counts it was saved with
+        found = self.view.open_entry(self._entry, [("skills", self._index)])  # and the counts it was saved with
         if found is None:
             self._index = create_index(self.kit.vector_index, self.kit.embedder.dim)
             return False
@@ -210,7 +213,7 @@ class SkillMemory(StoredRounds):
             arrays[table] = _utf8([held[n] for n in order])
             del order
         with self._ahead.changing():  # a viewed graph is viewed from the new file once saved
-            self.view.save_entry("skills", arrays, self._index, counts)
+            self.view.save_entry(self._entry, arrays, self._index, counts)
 
     def refresh(self) -> bool:
         """Catch up with the store: new and changed skills (merged support, status) update the index and
@@ -258,6 +261,12 @@ class SkillMemory(StoredRounds):
     def name(self) -> str:
         """``skills``."""
         return "skills"
+
+    @property
+    def _entry(self) -> str:
+        """The index cache entry: its index holds the recallable skills, so a memory that recalls unverified ones
+        keeps another (opened from the other, it would miss them or show them)."""
+        return "skills+unverified" if self.settings.recall_unverified else "skills"
 
     def _recallable(self, status: str) -> bool:
         return status == "verified" or (status == "unverified" and self.settings.recall_unverified)
@@ -377,7 +386,8 @@ class SkillMemory(StoredRounds):
         return InjectedItem(id=skill_id, kind=ItemKind.SKILL, name=body.name, text=code.replace("\n", "\n  "),
                             behaviour=body.program.behaviour, score=score,
                             success=True,
-                            sources=(body.source.task, *body.tasks))
+                            sources=(body.source.task, *body.tasks),
+                            origin=Origin.IMPORT if body.imported else Origin.ACTION)
 
     def run_skill(self, env: Env, action: Action, task: Task, observation: Observation
                   ) -> tuple[Transition, tuple[Action, ...]]:
